@@ -1,0 +1,13 @@
+//! `actix-server`: the click counter on actix-web. See the crate README.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod server;
+
+#[actix_web::main]
+async fn main() -> ExitCode {
+    let args = app_core::ServerArgs::parse();
+    app_core::exit_code("actix-server", server::serve(args).await)
+}

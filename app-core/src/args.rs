@@ -1,0 +1,65 @@
+//! The command line both servers take, flag for flag.
+
+use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// Flags shared by `actix-server` and `ntex-server`.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    version,
+    about = "The shootout click counter: GET / reads the count, POST / adds 0..=500."
+)]
+pub struct ServerArgs {
+    /// Address to listen on; port 0 lets the OS choose (the start-up line names it).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+
+    /// Worker threads [default: logical CPUs, the same rule for both frameworks].
+    #[arg(long)]
+    pub workers: Option<NonZeroUsize>,
+
+    /// Listen backlog (pending connections the kernel queues).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(i32).range(1..=65535))]
+    pub backlog: i32,
+
+    /// Counter file for the `mmap-backend` feature (created when missing).
+    #[arg(long, value_name = "PATH")]
+    pub counter_file: Option<PathBuf>,
+
+    /// Access log file for the `log-file` feature (appended to).
+    #[arg(long, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+
+    /// Largest request body in bytes; a larger one gets 413 unread.
+    #[arg(long, default_value_t = 64, value_name = "BYTES")]
+    pub max_body: usize,
+}
+
+impl ServerArgs {
+    /// Worker count after applying the default.
+    pub fn workers(&self) -> usize {
+        self.workers
+            .map(NonZeroUsize::get)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, NonZeroUsize::get))
+    }
+
+    /// Refuses flags this build cannot honour, so nothing is silently ignored.
+    pub fn check_against_features(&self) -> Result<(), String> {
+        if self.counter_file.is_some() && !cfg!(feature = "mmap-backend") {
+            return Err("--counter-file needs a build with the mmap-backend feature".into());
+        }
+        if self.counter_file.is_none() && cfg!(feature = "mmap-backend") {
+            return Err("this build has the mmap-backend feature: pass --counter-file PATH".into());
+        }
+        if self.log_file.is_some() && !cfg!(feature = "log-file") {
+            return Err("--log-file needs a build with the log-file feature".into());
+        }
+        if self.log_file.is_none() && cfg!(feature = "log-file") {
+            return Err("this build has the log-file feature: pass --log-file PATH".into());
+        }
+        Ok(())
+    }
+}

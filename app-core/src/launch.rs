@@ -1,0 +1,72 @@
+//! Start-up and shutdown steps both servers run around their framework.
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::counter::CounterOptions;
+use crate::logging::{self, LogGuard};
+use crate::{App, ServerArgs};
+
+/// A server that is ready to hand its listener to the framework.
+pub struct Launch {
+    pub app: Arc<App>,
+    pub workers: usize,
+    pub addr: SocketAddr,
+    backlog: i32,
+    log: LogGuard,
+}
+
+impl Launch {
+    /// Checks the flags against the build, starts logging, opens the counter
+    /// and binds the listener.
+    pub fn prepare(args: &ServerArgs) -> anyhow::Result<(Launch, TcpListener)> {
+        args.check_against_features().map_err(anyhow::Error::msg)?;
+        let log = logging::init(args.log_file.as_deref()).map_err(anyhow::Error::msg)?;
+        let workers = args.workers();
+        let counter = CounterOptions {
+            workers,
+            file: args.counter_file.clone(),
+        };
+        let app = App::new(counter, args.max_body)?;
+        let listener = crate::net::listen(args.bind, args.backlog)
+            .with_context(|| format!("listening on {}", args.bind))?;
+        let addr = listener.local_addr().context("reading the bound address")?;
+        let launch = Launch {
+            app: Arc::new(app),
+            workers,
+            addr,
+            backlog: args.backlog,
+            log,
+        };
+        Ok((launch, listener))
+    }
+
+    /// Prints the start-up line on stderr (see [`crate::startup_line`]).
+    pub fn announce(&self, binary: &str, framework: &str) {
+        eprintln!(
+            "{}",
+            crate::startup_line(binary, framework, self.addr, self.workers, self.backlog)
+        );
+    }
+
+    /// After the framework stopped: syncs the counter, then flushes the log.
+    pub fn finish(self) -> anyhow::Result<()> {
+        self.app.sync()?;
+        drop(self.log);
+        Ok(())
+    }
+}
+
+/// Turns the outcome of a server run into one error line and an exit code.
+pub fn exit_code(binary: &str, outcome: anyhow::Result<()>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{binary}: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! What the twin click-counter servers share, so that `actix-server` and
+//! `ntex-server` differ only where the frameworks' APIs differ: the counter
+//! backends, the body codec, body collection, the flags, the listening socket,
+//! the logging sinks, signal handling and the start-up line.
+
+pub mod app;
+pub mod args;
+pub mod body;
+pub mod codec;
+pub mod counter;
+pub mod launch;
+pub mod logging;
+pub mod net;
+pub mod shutdown;
+
+pub use app::{App, Reply, ReplyBody};
+pub use args::ServerArgs;
+pub use launch::{exit_code, Launch};
+
+#[cfg(feature = "snmalloc")]
+#[global_allocator]
+static GLOBAL: snmalloc_rs::SnMalloc = snmalloc_rs::SnMalloc;
+
+/// Default keep-alive of both frameworks when `keepalive-os` is off, in seconds
+/// (actix-web 4 and ntex 3 both default to 5 s; set explicitly so the twins
+/// cannot drift apart).
+pub const KEEP_ALIVE_SECS: u16 = 5;
+
+/// Grace period for in-flight requests after SIGTERM or SIGINT, in seconds.
+pub const SHUTDOWN_TIMEOUT_SECS: u16 = 5;
+
+/// The cargo features compiled into this build, in a fixed order.
+pub fn features() -> Vec<&'static str> {
+    [
+        ("global-counter", cfg!(feature = "global-counter")),
+        ("keepalive-os", cfg!(feature = "keepalive-os")),
+        ("log-stdout", cfg!(feature = "log-stdout")),
+        ("log-file", cfg!(feature = "log-file")),
+        ("snmalloc", cfg!(feature = "snmalloc")),
+        ("mmap-backend", cfg!(feature = "mmap-backend")),
+        ("no-alloc", cfg!(feature = "no-alloc")),
+        ("binary-payload", cfg!(feature = "binary-payload")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect()
+}
+
+/// The one line each server prints on stderr once it listens, in `key=value`
+/// form for the runner to record, e.g.
+/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 backlog=1024 features=global-counter,keepalive-os`.
+pub fn startup_line(
+    binary: &str,
+    framework: &str,
+    addr: std::net::SocketAddr,
+    workers: usize,
+    backlog: i32,
+) -> String {
+    let features = features();
+    let features = if features.is_empty() {
+        "none".to_string()
+    } else {
+        features.join(",")
+    };
+    format!(
+        "{binary} listening addr={addr} framework={framework} workers={workers} backlog={backlog} features={features}"
+    )
+}

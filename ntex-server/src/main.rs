@@ -1,0 +1,13 @@
+//! `ntex-server`: the click counter on ntex. See the crate README.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod server;
+
+#[ntex::main]
+async fn main() -> ExitCode {
+    let args = app_core::ServerArgs::parse();
+    app_core::exit_code("ntex-server", server::serve(args).await)
+}
