@@ -1,0 +1,373 @@
+//! Every endpoint and every bad input, on both servers, and the twins give
+//! the same status, content type, `Allow` and body byte for byte.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::Duration;
+
+use conformance::{sets, Conn, Framework, Response, Server, Variant};
+
+/// One step of a conversation: what is sent and what must come back.
+struct Case {
+    name: &'static str,
+    raw: Vec<u8>,
+    status: u16,
+    body: Option<Vec<u8>>,
+}
+
+fn req(method: &str, path: &str, body: Option<&[u8]>) -> Vec<u8> {
+    let mut raw = format!("{method} {path} HTTP/1.1\r\nHost: t\r\n").into_bytes();
+    match body {
+        Some(b) => {
+            raw.extend_from_slice(format!("Content-Length: {}\r\n\r\n", b.len()).as_bytes());
+            raw.extend_from_slice(b);
+        }
+        None => raw.extend_from_slice(b"\r\n"),
+    }
+    raw
+}
+
+fn chunked(chunks: &[&[u8]]) -> Vec<u8> {
+    let mut raw = b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for c in chunks {
+        raw.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+        raw.extend_from_slice(c);
+        raw.extend_from_slice(b"\r\n");
+    }
+    raw.extend_from_slice(b"0\r\n\r\n");
+    raw
+}
+
+fn case(name: &'static str, raw: Vec<u8>, status: u16, body: Option<&[u8]>) -> Case {
+    Case {
+        name,
+        raw,
+        status,
+        body: body.map(<[u8]>::to_vec),
+    }
+}
+
+fn text_cases() -> Vec<Case> {
+    let too_big = vec![b'1'; 65];
+    let big_chunk = vec![b'2'; 40];
+    vec![
+        case("fresh count", req("GET", "/", None), 200, Some(b"0")),
+        case("add 500", req("POST", "/", Some(b"500")), 200, Some(b"500")),
+        case("add 7", req("POST", "/", Some(b"7")), 200, Some(b"507")),
+        case(
+            "leading zeros",
+            req("POST", "/", Some(b"003")),
+            200,
+            Some(b"510"),
+        ),
+        case("zero", req("POST", "/", Some(b"0")), 200, Some(b"510")),
+        case("chunked", chunked(&[b"2", b"5"]), 200, Some(b"535")),
+        case(
+            "empty",
+            req("POST", "/", Some(b"")),
+            400,
+            Some(b"body is empty\n"),
+        ),
+        case(
+            "no body at all",
+            req("POST", "/", None),
+            400,
+            Some(b"body is empty\n"),
+        ),
+        case(
+            "letters",
+            req("POST", "/", Some(b"abc")),
+            400,
+            Some(b"body is not a plain decimal integer\n"),
+        ),
+        case(
+            "minus",
+            req("POST", "/", Some(b"-5")),
+            400,
+            Some(b"body is not a plain decimal integer\n"),
+        ),
+        case(
+            "plus",
+            req("POST", "/", Some(b"+5")),
+            400,
+            Some(b"body is not a plain decimal integer\n"),
+        ),
+        case(
+            "newline",
+            req("POST", "/", Some(b"5\n")),
+            400,
+            Some(b"body is not a plain decimal integer\n"),
+        ),
+        case(
+            "over 500",
+            req("POST", "/", Some(b"501")),
+            400,
+            Some(b"value is over 500\n"),
+        ),
+        case(
+            "999",
+            req("POST", "/", Some(b"999")),
+            400,
+            Some(b"value is over 500\n"),
+        ),
+        case(
+            "4 digits",
+            req("POST", "/", Some(b"0500")),
+            400,
+            Some(b"body has too many bytes for a value 0..=500\n"),
+        ),
+        case(
+            "64 bytes",
+            req("POST", "/", Some(&[b'1'; 64])),
+            400,
+            Some(b"body has too many bytes for a value 0..=500\n"),
+        ),
+        case(
+            "put",
+            req("PUT", "/", Some(b"5")),
+            405,
+            Some(b"method not allowed: use GET or POST on /\n"),
+        ),
+        case(
+            "delete",
+            req("DELETE", "/", None),
+            405,
+            Some(b"method not allowed: use GET or POST on /\n"),
+        ),
+        case(
+            "patch",
+            req("PATCH", "/", Some(b"5")),
+            405,
+            Some(b"method not allowed: use GET or POST on /\n"),
+        ),
+        case(
+            "other path",
+            req("GET", "/count", None),
+            404,
+            Some(b"not found: the only resource is /\n"),
+        ),
+        case(
+            "post other path",
+            req("POST", "/x", Some(b"5")),
+            404,
+            Some(b"not found: the only resource is /\n"),
+        ),
+        case(
+            "unchanged by errors",
+            req("GET", "/", None),
+            200,
+            Some(b"535"),
+        ),
+        // Each 413 may close the connection, so they come last.
+        case(
+            "declared too large",
+            req("POST", "/", Some(&too_big)),
+            413,
+            Some(b"body is larger than the server's limit\n"),
+        ),
+        case(
+            "chunked too large",
+            chunked(&[&big_chunk, &big_chunk]),
+            413,
+            Some(b"body is larger than the server's limit\n"),
+        ),
+    ]
+}
+
+fn binary_cases() -> Vec<Case> {
+    let le = |v: u16| v.to_le_bytes();
+    let count = |v: u64| Some(v.to_le_bytes().to_vec());
+    let c = |name, raw, status, body: Option<Vec<u8>>| Case {
+        name,
+        raw,
+        status,
+        body,
+    };
+    vec![
+        c("fresh count", req("GET", "/", None), 200, count(0)),
+        c("add 500", req("POST", "/", Some(&le(500))), 200, count(500)),
+        c("add 1", req("POST", "/", Some(&le(1))), 200, count(501)),
+        c("chunked halves", chunked(&[&[2], &[0]]), 200, count(503)),
+        c(
+            "over 500",
+            req("POST", "/", Some(&le(501))),
+            400,
+            Some(b"value is over 500\n".to_vec()),
+        ),
+        c(
+            "one byte",
+            req("POST", "/", Some(&[5])),
+            400,
+            Some(b"binary body must be exactly 2 bytes\n".to_vec()),
+        ),
+        c(
+            "three bytes",
+            req("POST", "/", Some(b"500")),
+            400,
+            Some(b"binary body must be exactly 2 bytes\n".to_vec()),
+        ),
+        c(
+            "empty",
+            req("POST", "/", Some(b"")),
+            400,
+            Some(b"body is empty\n".to_vec()),
+        ),
+        c(
+            "put",
+            req("PUT", "/", None),
+            405,
+            Some(b"method not allowed: use GET or POST on /\n".to_vec()),
+        ),
+        c(
+            "other path",
+            req("GET", "/a", None),
+            404,
+            Some(b"not found: the only resource is /\n".to_vec()),
+        ),
+        c(
+            "unchanged by errors",
+            req("GET", "/", None),
+            200,
+            count(503),
+        ),
+        c(
+            "declared too large",
+            req("POST", "/", Some(&[1; 65])),
+            413,
+            Some(b"body is larger than the server's limit\n".to_vec()),
+        ),
+    ]
+}
+
+/// Plays the cases on one keep-alive connection (reconnecting after a 413)
+/// and checks each expectation.
+fn play(variant: &Variant, cases: &[Case]) -> Vec<Response> {
+    let server = Server::start(variant, &[]);
+    let mut conn = server.conn();
+    let mut responses = Vec::new();
+    for case in cases {
+        conn.send(&case.raw).unwrap();
+        let res = conn
+            .read_response(false)
+            .unwrap_or_else(|e| panic!("{} {}: {e}", variant.name(), case.name));
+        assert_eq!(
+            res.status,
+            case.status,
+            "{} {}: {res:?}",
+            variant.name(),
+            case.name
+        );
+        if let Some(body) = &case.body {
+            assert_eq!(
+                &res.body,
+                body,
+                "{} {}: {}",
+                variant.name(),
+                case.name,
+                res.text()
+            );
+        }
+        let len: usize = res.header("content-length").unwrap().parse().unwrap();
+        assert_eq!(len, res.body.len());
+        // actix-web closes a connection whose request body was left unread
+        // (and says so); ntex keeps it. Only the bytes of the answer are
+        // compared, so follow whichever the server announced.
+        if res.header("connection") == Some("close") {
+            conn = server.conn();
+        }
+        responses.push(res);
+    }
+    let exit = server.stop();
+    assert!(exit.status.success(), "{}: {:?}", variant.name(), exit);
+    responses
+}
+
+fn twins_agree(features: &[&'static str], cases: Vec<Case>, count_type: &str) {
+    let actix = play(&Variant::new(Framework::Actix, features), &cases);
+    let ntex = play(&Variant::new(Framework::Ntex, features), &cases);
+    for ((case, a), n) in cases.iter().zip(&actix).zip(&ntex) {
+        assert_eq!(a.essence(), n.essence(), "twins differ on {}", case.name);
+        let expected_type = if a.status == 200 {
+            count_type
+        } else {
+            "text/plain"
+        };
+        assert_eq!(
+            a.header("content-type"),
+            Some(expected_type),
+            "{}",
+            case.name
+        );
+        let allow = (a.status == 405).then_some("GET, POST");
+        assert_eq!(a.header("allow"), allow, "{}", case.name);
+    }
+}
+
+#[test]
+fn text_endpoints_and_bad_input_on_both_twins() {
+    twins_agree(sets::DEFAULT, text_cases(), "text/plain");
+}
+
+#[test]
+fn text_endpoints_with_the_tuned_features() {
+    // no-alloc changes how the body is collected and the answer encoded: the
+    // bytes on the wire must not change.
+    twins_agree(sets::TUNED, text_cases(), "text/plain");
+}
+
+#[test]
+fn binary_endpoints_and_bad_input_on_both_twins() {
+    twins_agree(sets::BINARY, binary_cases(), "application/octet-stream");
+}
+
+/// A body far over the limit is refused from its headers alone: the 413
+/// arrives while most of the body was never sent.
+#[test]
+fn oversized_body_gets_413_without_being_read() {
+    for fw in Framework::BOTH {
+        let server = Server::start(&Variant::new(fw, sets::DEFAULT), &[]);
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream
+            .write_all(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100000000\r\n\r\n12345")
+            .unwrap();
+        let mut conn = Conn::from_stream(stream);
+        let res = conn.read_response(false).unwrap();
+        assert_eq!(res.status, 413, "{fw:?}");
+        // Still serving, and nothing was added.
+        assert_eq!(server.conn().get().unwrap().body, b"0");
+        drop(server);
+    }
+}
+
+/// `--max-body` moves the limit.
+#[test]
+fn max_body_flag_moves_the_limit() {
+    for fw in Framework::BOTH {
+        let server = Server::start(&Variant::new(fw, sets::DEFAULT), &["--max-body", "2"]);
+        assert_eq!(server.conn().post(b"500").unwrap().status, 413, "{fw:?}");
+        assert_eq!(server.conn().post(b"50").unwrap().status, 200, "{fw:?}");
+    }
+}
+
+/// Garbage on the wire closes that connection at most; the server goes on.
+#[test]
+fn malformed_requests_do_not_stop_the_server() {
+    for fw in Framework::BOTH {
+        let server = Server::start(&Variant::new(fw, sets::DEFAULT), &[]);
+        for junk in [
+            &b"\x00\x01\x02\r\n\r\n"[..],
+            b"GET\r\n\r\n",
+            b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n",
+        ] {
+            let mut s = TcpStream::connect(server.addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s.write_all(junk).unwrap();
+            let mut conn = Conn::from_stream(s);
+            if let Ok(res) = conn.read_response(false) {
+                assert!((400..500).contains(&res.status), "{fw:?}: {res:?}");
+            }
+        }
+        let res = server.conn().post(b"5").unwrap();
+        assert_eq!((res.status, res.body), (200, b"5".to_vec()), "{fw:?}");
+    }
+}
