@@ -133,7 +133,7 @@ impl App {
 mod tests {
     use super::*;
 
-    #[cfg(not(feature = "mmap-backend"))]
+    #[cfg(not(any(feature = "binary-payload", feature = "mmap-backend")))]
     fn app() -> App {
         App::new(
             CounterOptions {

@@ -15,8 +15,15 @@ pub use process::Server;
 pub mod sets {
     /// Defaults: per-worker counter, text body, no logging.
     pub const DEFAULT: &[&str] = &[];
-    /// The tuned row of the original, with the file log sink.
-    pub const TUNED: &[&str] = &["global-counter", "keepalive-os", "no-alloc", "log-file"];
+    /// The tuned rows of the original (global counter, KeepAlive::Os,
+    /// snmalloc, no allocations), with the file log sink.
+    pub const TUNED: &[&str] = &[
+        "global-counter",
+        "keepalive-os",
+        "snmalloc",
+        "no-alloc",
+        "log-file",
+    ];
     /// Persistent counter, logging to stdout.
     pub const PERSISTENT: &[&str] = &["mmap-backend", "log-stdout"];
     /// Binary payload without allocations.

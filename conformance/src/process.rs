@@ -22,14 +22,15 @@ pub struct Server {
     pub startup_line: String,
     stderr: Arc<Mutex<Vec<String>>>,
     stdout: Option<JoinHandle<Vec<u8>>>,
-    /// A private directory for files the variant needs (counter, log).
-    pub dir: TempDir,
+    dir: Option<TempDir>,
 }
 
 /// How a server run ended.
 #[derive(Debug)]
 pub struct Exit {
     pub status: ExitStatus,
+    /// The server's private directory, kept until the `Exit` drops.
+    pub dir: TempDir,
     pub stdout: Vec<u8>,
     pub stderr: Vec<String>,
 }
@@ -64,9 +65,17 @@ impl Server {
         Self::spawn(&variant.binary(), &args, dir)
     }
 
+    /// Starts a binary with exactly `args` (no flags added).
+    pub fn spawn_raw(binary: &Path, args: &[&str]) -> Result<Server, String> {
+        let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Self::spawn(binary, &args, dir)
+    }
+
     fn spawn(binary: &Path, args: &[String], dir: TempDir) -> Result<Server, String> {
         let mut child = Command::new(binary)
             .args(args)
+            .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -106,7 +115,7 @@ impl Server {
                     startup_line: line,
                     stderr: lines,
                     stdout: Some(stdout),
-                    dir,
+                    dir: Some(dir),
                 });
             }
             if let Ok(Some(status)) = child.try_wait() {
@@ -122,6 +131,11 @@ impl Server {
                 return Err("no start-up line within 20 s".into());
             }
         }
+    }
+
+    /// A private directory for files the variant needs (counter, log).
+    pub fn dir(&self) -> &Path {
+        self.dir.as_ref().expect("dir is kept until exit").path()
     }
 
     pub fn pid(&self) -> i32 {
@@ -140,8 +154,13 @@ impl Server {
     }
 
     /// Sends `sig` and waits (up to 15 s) for the process to exit.
-    pub fn stop_with(mut self, sig: i32) -> Exit {
+    pub fn stop_with(self, sig: i32) -> Exit {
         self.signal(sig);
+        self.wait()
+    }
+
+    /// Waits (up to 15 s) for the process to exit by itself.
+    pub fn wait(mut self) -> Exit {
         let deadline = Instant::now() + Duration::from_secs(15);
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("waiting for server") {
@@ -149,7 +168,7 @@ impl Server {
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
-                panic!("server did not exit within 15 s of signal {sig}");
+                panic!("server did not exit within 15 s");
             }
             std::thread::sleep(Duration::from_millis(10));
         };
@@ -177,6 +196,7 @@ impl Server {
         let stderr = self.stderr.lock().unwrap().clone();
         Exit {
             status,
+            dir: self.dir.take().expect("collected once"),
             stdout,
             stderr,
         }

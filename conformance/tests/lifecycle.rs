@@ -1,0 +1,194 @@
+//! Start-up line, flags, bad flags, and graceful shutdown on SIGTERM/SIGINT.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use conformance::{build::workspace_root, sets, Conn, Framework, Server, Variant};
+
+/// The version of `name` that Cargo.lock resolved.
+fn locked_version(name: &str) -> String {
+    let lock = std::fs::read_to_string(workspace_root().join("Cargo.lock")).unwrap();
+    let marker = format!("name = \"{name}\"\nversion = \"");
+    let start = lock.find(&marker).expect("package in Cargo.lock") + marker.len();
+    lock[start..].split('"').next().unwrap().to_string()
+}
+
+#[test]
+fn startup_line_names_address_framework_version_workers_and_features() {
+    for (fw, features) in [
+        (Framework::Actix, sets::DEFAULT),
+        (Framework::Ntex, sets::DEFAULT),
+        (Framework::Actix, sets::TUNED),
+        (Framework::Ntex, sets::BINARY),
+    ] {
+        let variant = Variant::new(fw, features);
+        let server = Server::start(&variant, &["--workers", "3", "--backlog", "77"]);
+        let line = &server.startup_line;
+        let fw_crate = fw.framework_crate();
+        let expected_features = if features.is_empty() {
+            "none".to_string()
+        } else {
+            let mut sorted = app_order(features);
+            sorted.dedup();
+            sorted.join(",")
+        };
+        let expected = format!(
+            "{} listening addr={} framework={fw_crate}/{} workers=3 backlog=77 features={expected_features}",
+            fw.binary(),
+            server.addr,
+            locked_version(fw_crate),
+        );
+        assert_eq!(line, &expected);
+    }
+}
+
+/// Features in the fixed order the start-up line uses.
+fn app_order(features: &[&'static str]) -> Vec<&'static str> {
+    const ORDER: [&str; 8] = [
+        "global-counter",
+        "keepalive-os",
+        "log-stdout",
+        "log-file",
+        "snmalloc",
+        "mmap-backend",
+        "no-alloc",
+        "binary-payload",
+    ];
+    ORDER.into_iter().filter(|f| features.contains(f)).collect()
+}
+
+#[test]
+fn default_workers_are_the_logical_cpus_for_both() {
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    for fw in Framework::BOTH {
+        let variant = Variant::new(fw, sets::DEFAULT);
+        let server = Server::spawn_raw(&variant.binary(), &["--bind", "127.0.0.1:0"]).unwrap();
+        assert!(
+            server.startup_line.contains(&format!(" workers={cpus} ")),
+            "{}",
+            server.startup_line
+        );
+    }
+}
+
+/// SIGTERM and SIGINT both stop accepting, let the request in flight finish
+/// and exit 0.
+#[test]
+fn signals_finish_the_request_in_flight_and_exit_0() {
+    for fw in Framework::BOTH {
+        for sig in [libc::SIGTERM, libc::SIGINT] {
+            let server = Server::start(&Variant::new(fw, sets::DEFAULT), &[]);
+            let mut stream = TcpStream::connect(server.addr).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            stream
+                .write_all(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\n50")
+                .unwrap();
+            // Let the server start on the request, then signal mid-body.
+            std::thread::sleep(Duration::from_millis(300));
+            server.signal(sig);
+            std::thread::sleep(Duration::from_millis(300));
+            stream.write_all(b"0").unwrap();
+            let res = Conn::from_stream(stream).read_response(false).unwrap();
+            assert_eq!(
+                (res.status, res.text().as_str()),
+                (200, "500"),
+                "{fw:?} sig {sig}"
+            );
+            let exit = server.wait();
+            assert_eq!(
+                exit.status.code(),
+                Some(0),
+                "{fw:?} sig {sig}: {:?}",
+                exit.stderr
+            );
+        }
+    }
+}
+
+/// Runs a variant's binary with `args` and returns (exit code, stderr).
+fn run_to_exit(variant: &Variant, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(variant.binary())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_flags_get_one_line_and_a_non_zero_exit() {
+    for fw in Framework::BOTH {
+        let plain = Variant::new(fw, sets::DEFAULT);
+        let bin = fw.binary();
+        let (code, err) = run_to_exit(
+            &plain,
+            &["--bind", "127.0.0.1:0", "--counter-file", "/tmp/x"],
+        );
+        assert_eq!(code, Some(1));
+        assert_eq!(
+            err,
+            format!("{bin}: error: --counter-file needs a build with the mmap-backend feature\n")
+        );
+
+        let (code, err) = run_to_exit(&plain, &["--bind", "127.0.0.1:0", "--log-file", "/tmp/x"]);
+        assert_eq!((code, err.lines().count()), (Some(1), 1), "{err}");
+
+        let persistent = Variant::new(fw, sets::PERSISTENT);
+        let (code, err) = run_to_exit(&persistent, &["--bind", "127.0.0.1:0"]);
+        assert_eq!(code, Some(1));
+        assert!(err.contains("pass --counter-file PATH"), "{err}");
+
+        let tuned = Variant::new(fw, sets::TUNED);
+        let (code, err) = run_to_exit(
+            &tuned,
+            &[
+                "--bind",
+                "127.0.0.1:0",
+                "--log-file",
+                "/nonexistent-dir/log",
+            ],
+        );
+        assert_eq!(code, Some(1));
+        assert!(
+            err.starts_with(&format!(
+                "{bin}: error: opening log file /nonexistent-dir/log"
+            )),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+
+        // clap's usage errors exit 2.
+        for args in [
+            &["--workers", "0"][..],
+            &["--bind", "nowhere"],
+            &["--backlog", "0"],
+            &["--frobnicate"],
+        ] {
+            let (code, err) = run_to_exit(&plain, args);
+            assert_eq!(code, Some(2), "{args:?}: {err}");
+            assert!(!err.contains("panicked"), "{err}");
+        }
+    }
+}
+
+#[test]
+fn a_busy_port_is_a_one_line_error_naming_the_address() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    for fw in Framework::BOTH {
+        let (code, err) = run_to_exit(&Variant::new(fw, sets::DEFAULT), &["--bind", &addr]);
+        assert_eq!(code, Some(1));
+        assert!(
+            err.starts_with(&format!("{}: error: listening on {addr}: ", fw.binary())),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
