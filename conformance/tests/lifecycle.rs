@@ -192,3 +192,38 @@ fn a_busy_port_is_a_one_line_error_naming_the_address() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// Without `keepalive-os` an idle keep-alive connection is closed after the
+/// 5 s timeout; with it the connection stays open. All four servers idle at
+/// once, so the test takes one wait.
+#[test]
+fn keepalive_os_keeps_idle_connections_open() {
+    let cases: Vec<(Variant, bool)> = Framework::BOTH
+        .into_iter()
+        .flat_map(|fw| {
+            [
+                (Variant::new(fw, sets::DEFAULT), false),
+                (Variant::new(fw, sets::TUNED), true),
+            ]
+        })
+        .collect();
+    let mut open: Vec<(Server, Conn, &Variant, bool)> = cases
+        .iter()
+        .map(|(variant, kept)| {
+            let server = Server::start(variant, &[]);
+            let mut conn = server.conn();
+            assert_eq!(conn.get().unwrap().status, 200);
+            (server, conn, variant, *kept)
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(8));
+    for (_server, conn, variant, kept) in &mut open {
+        let alive = conn.get().is_ok_and(|r| r.status == 200);
+        assert_eq!(
+            alive,
+            *kept,
+            "{}: idle connection alive after 8 s",
+            variant.name()
+        );
+    }
+}
