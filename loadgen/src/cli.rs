@@ -1,0 +1,224 @@
+//! Command-line options and their translation into a [`Config`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgGroup, Parser, ValueEnum};
+
+use crate::config::{Config, Model};
+use crate::request::{RequestSpec, Target};
+use crate::UsageError;
+
+/// Output format of the records on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One line per interval in the original study's form, then a summary block.
+    Text,
+    /// One JSON object per interval, then one summary object.
+    Jsonl,
+}
+
+/// HTTP/1.1 load generator: streams one record per interval, counts only 2xx
+/// as throughput, keeps latency in bounded memory.
+#[derive(Debug, Parser)]
+#[command(name = "loadgen", version)]
+#[command(group(ArgGroup::new("body_source").args(["body", "body_file", "body_hex"])))]
+pub struct Args {
+    /// Target URL (http only), e.g. http://127.0.0.1:8080/
+    pub url: String,
+
+    /// Connections to keep open.
+    #[arg(short = 'c', long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub connections: u32,
+
+    /// Worker threads, each with its own event loop and connections.
+    #[arg(short = 't', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: u32,
+
+    /// Requests sent at once on each connection (closed model).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024), conflicts_with = "rate")]
+    pub pipeline: u32,
+
+    /// Open model: total requests per second, each from its own schedule;
+    /// latency is measured from the intended send time.
+    #[arg(long, value_name = "PER_SECOND", value_parser = positive_rate)]
+    pub rate: Option<f64>,
+
+    /// How long to measure, after the warm-up (e.g. 10s, 1m) [default: 10s unless -n is given].
+    #[arg(short = 'd', long, value_parser = duration)]
+    pub duration: Option<Duration>,
+
+    /// Stop after this many requests in total (warm-up included).
+    #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests: Option<u64>,
+
+    /// Load that runs first and is left out of the summary; its records are
+    /// marked warm-up. Rounded up to whole intervals.
+    #[arg(long, default_value = "0s", value_parser = duration_or_zero)]
+    pub warmup: Duration,
+
+    /// Length of one record's interval.
+    #[arg(long, default_value = "1s", value_parser = duration)]
+    pub interval: Duration,
+
+    /// A request unanswered for this long is a timeout error.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    pub timeout: Duration,
+
+    /// Request method [default: GET, or POST when a body is given].
+    #[arg(short = 'm', long)]
+    pub method: Option<String>,
+
+    /// Extra request header, `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+
+    /// Request body as text.
+    #[arg(long)]
+    pub body: Option<String>,
+
+    /// Request body read from a file.
+    #[arg(long, value_name = "PATH")]
+    pub body_file: Option<PathBuf>,
+
+    /// Request body as hex, e.g. f401 for the u16 500 little-endian.
+    #[arg(long, value_name = "HEX")]
+    pub body_hex: Option<String>,
+
+    /// Record format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Name that tags every record, to merge loadgen processes later.
+    #[arg(long, value_name = "NAME")]
+    pub shard: Option<String>,
+
+    /// Exit 1 if errors and non-2xx exceed this fraction of requests (0..=1).
+    #[arg(long, value_name = "FRACTION", value_parser = fraction)]
+    pub max_error_rate: Option<f64>,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    let d = duration_or_zero(s)?;
+    if d.is_zero() {
+        return Err("must be more than zero".into());
+    }
+    Ok(d)
+}
+
+fn duration_or_zero(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 500ms, 10s, 2m)"))
+}
+
+fn positive_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err("must be a number of requests per second above zero".into()),
+    }
+}
+
+fn fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err("must be a fraction between 0 and 1".into()),
+    }
+}
+
+impl Args {
+    /// Reads the body, resolves the target and checks what clap cannot.
+    pub fn into_config(self) -> Result<Config, UsageError> {
+        let body = if let Some(text) = self.body {
+            Some(text.into_bytes())
+        } else if let Some(path) = &self.body_file {
+            Some(std::fs::read(path).map_err(|e| {
+                UsageError(format!("cannot read body file {}: {e}", path.display()))
+            })?)
+        } else if let Some(hex) = &self.body_hex {
+            Some(decode_hex(hex)?)
+        } else {
+            None
+        };
+        let method = match self.method {
+            Some(m) => m,
+            None if body.is_some() => "POST".into(),
+            None => "GET".into(),
+        };
+        if self.interval < Duration::from_millis(10) {
+            return Err(UsageError("--interval must be at least 10ms".into()));
+        }
+        if self.threads > self.connections {
+            return Err(UsageError(format!(
+                "{} threads for {} connections: each thread needs a connection",
+                self.threads, self.connections
+            )));
+        }
+        let head_only = method == "HEAD";
+        let spec = RequestSpec {
+            method,
+            headers: self.headers,
+            body,
+        };
+        let target = Target::new(&self.url, &spec)?;
+        let duration = match (self.duration, self.requests) {
+            (None, None) => Some(Duration::from_secs(10)),
+            (d, _) => d,
+        };
+        let model = match self.rate {
+            Some(rate) => Model::Open { rate },
+            None => Model::Closed {
+                pipeline: self.pipeline as usize,
+            },
+        };
+        Ok(Config {
+            target,
+            connections: self.connections as usize,
+            threads: self.threads as usize,
+            model,
+            duration,
+            requests: self.requests,
+            warmup: self.warmup,
+            interval: self.interval,
+            timeout: self.timeout,
+            head_only,
+            shard: self.shard,
+        })
+    }
+}
+
+fn decode_hex(hex: &str) -> Result<Vec<u8>, UsageError> {
+    let hex = hex.trim();
+    let bad = || {
+        UsageError(format!(
+            "--body-hex {hex:?} is not an even number of hex digits"
+        ))
+    };
+    if !hex.len().is_multiple_of(2) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(bad());
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).map_err(|_| bad()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_bodies() {
+        assert_eq!(decode_hex("f401").unwrap(), vec![0xf4, 0x01]);
+        assert!(decode_hex("f40").is_err());
+        assert!(decode_hex("zz").is_err());
+    }
+
+    #[test]
+    fn body_implies_post_and_defaults_apply() {
+        let args = Args::parse_from(["loadgen", "--body", "500", "http://127.0.0.1:1/"]);
+        let cfg = args.into_config().unwrap();
+        assert!(cfg.target.request.starts_with(b"POST / HTTP/1.1\r\n"));
+        assert_eq!(cfg.duration, Some(Duration::from_secs(10)));
+        let args = Args::parse_from(["loadgen", "-n", "5", "http://127.0.0.1:1/"]);
+        assert_eq!(args.into_config().unwrap().duration, None);
+    }
+}

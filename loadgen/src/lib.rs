@@ -1,0 +1,93 @@
+//! loadgen: the shootout's HTTP/1.1 load generator, as a library the binary
+//! and the tests call. See the crate README.
+
+pub mod cli;
+pub mod config;
+pub mod output;
+pub mod record;
+pub mod request;
+pub mod response;
+pub mod run;
+pub mod stats;
+pub mod worker;
+
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+pub use config::{Config, Model};
+pub use record::{IntervalRecord, Record, SummaryRecord};
+pub use run::{run, RunError, Sink};
+
+/// A problem with how loadgen was called: one line, exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Exit status for a finished run: 0, or 1 when no request succeeded or the
+/// error rate passed `max_error_rate`.
+pub fn verdict(summary: &SummaryRecord, max_error_rate: Option<f64>) -> Result<(), String> {
+    if summary.ok == 0 {
+        return Err(format!(
+            "no request succeeded ({} requests, {} errors, {} non-2xx)",
+            summary.requests,
+            summary.errors.total(),
+            summary.non_2xx.total()
+        ));
+    }
+    if let Some(max) = max_error_rate {
+        let rate = summary.error_rate();
+        if rate > max {
+            return Err(format!(
+                "error rate {rate:.4} is over --max-error-rate {max}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The whole program after argument parsing: runs, prints, and picks the exit code.
+pub fn main_with(args: cli::Args) -> ExitCode {
+    let format = args.format;
+    let max_error_rate = args.max_error_rate;
+    let config = match args.into_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {
+            eprintln!("loadgen: installing signal handler: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    let expected = config
+        .total_duration()
+        .map(|d| (d.as_nanos().div_ceil(config.interval.as_nanos())) as u64);
+    let mut sink = output::StreamSink::new(std::io::stdout().lock(), format, expected);
+    let summary = match run(config, &mut sink, stop) {
+        Ok(s) => s,
+        Err(e @ RunError::Unreachable { .. }) => {
+            eprintln!("loadgen: {e}");
+            return ExitCode::from(1);
+        }
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Err(e) = sink.summary(&summary) {
+        eprintln!("loadgen: writing the summary: {e}");
+        return ExitCode::from(1);
+    }
+    match verdict(&summary, max_error_rate) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            eprintln!("loadgen: {why}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,375 @@
+//! The records loadgen writes: one definition, read back by the analysis.
+//!
+//! In `--format jsonl` every line is one [`Record`], tagged by `"type"`; the
+//! schema is `loadgen/schema/record.schema.json` (a test validates output
+//! against it). In text format an interval is one line the original study's
+//! parser reads (see [`IntervalRecord::text_line`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{ErrorKind, Stats};
+
+/// One line of jsonl output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    Interval(IntervalRecord),
+    Summary(SummaryRecord),
+}
+
+/// Errors by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Errors {
+    pub connect: u64,
+    pub read: u64,
+    pub write: u64,
+    pub timeout: u64,
+    pub parse: u64,
+    pub closed: u64,
+}
+
+impl Errors {
+    fn from_stats(s: &Stats) -> Errors {
+        let e = |k: ErrorKind| s.errors[k as usize];
+        Errors {
+            connect: e(ErrorKind::Connect),
+            read: e(ErrorKind::Read),
+            write: e(ErrorKind::Write),
+            timeout: e(ErrorKind::Timeout),
+            parse: e(ErrorKind::Parse),
+            closed: e(ErrorKind::Closed),
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.connect + self.read + self.write + self.timeout + self.parse + self.closed
+    }
+}
+
+/// Responses that were not 2xx, by status class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NonOk {
+    #[serde(rename = "1xx")]
+    pub c1xx: u64,
+    #[serde(rename = "3xx")]
+    pub c3xx: u64,
+    #[serde(rename = "4xx")]
+    pub c4xx: u64,
+    #[serde(rename = "5xx")]
+    pub c5xx: u64,
+    /// A status outside 100..=599.
+    pub other: u64,
+}
+
+impl NonOk {
+    fn from_stats(s: &Stats) -> NonOk {
+        let [c1xx, c3xx, c4xx, c5xx, other] = s.non_ok_by_class();
+        NonOk {
+            c1xx,
+            c3xx,
+            c4xx,
+            c5xx,
+            other,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.c1xx + self.c3xx + self.c4xx + self.c5xx + self.other
+    }
+}
+
+/// One closed interval, all worker threads merged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalRecord {
+    /// `--shard` name, if given.
+    pub shard: Option<String>,
+    /// 0-based interval number, warm-up included.
+    pub index: u64,
+    /// Wall-clock start of the interval, Unix milliseconds.
+    pub start_unix_ms: u64,
+    /// Measured length of the interval in milliseconds.
+    pub length_ms: f64,
+    /// True while `--warmup` runs: left out of the summary.
+    pub warmup: bool,
+    /// 2xx responses completed in this interval: the throughput count.
+    pub ok: u64,
+    pub non_2xx: NonOk,
+    pub errors: Errors,
+    /// Open model: requests sent later than intended because their
+    /// connection was still busy.
+    pub late: u64,
+    /// 2xx responses since the start, warm-up included.
+    pub total_ok: u64,
+    /// Seconds since the start of the run at the end of this interval.
+    pub elapsed_s: f64,
+    pub latency_us: IntervalLatency,
+}
+
+/// Latency of one interval's responses, microseconds (0 when there were none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IntervalLatency {
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+impl IntervalRecord {
+    /// Builds the record for one interval's merged stats.
+    pub fn new(
+        head: IntervalHead,
+        stats: &Stats,
+        total_ok: u64,
+        shard: Option<&str>,
+    ) -> IntervalRecord {
+        let h = &stats.latency_us;
+        IntervalRecord {
+            shard: shard.map(str::to_owned),
+            index: head.index,
+            start_unix_ms: head.start_unix_ms,
+            length_ms: head.length_ms,
+            warmup: head.warmup,
+            ok: stats.ok(),
+            non_2xx: NonOk::from_stats(stats),
+            errors: Errors::from_stats(stats),
+            late: stats.late,
+            total_ok,
+            elapsed_s: head.elapsed_s,
+            latency_us: IntervalLatency {
+                p50: h.value_at_quantile(0.5),
+                p99: h.value_at_quantile(0.99),
+                max: h.max(),
+            },
+        }
+    }
+
+    /// 2xx responses per second in this interval.
+    pub fn rps(&self) -> f64 {
+        if self.length_ms > 0.0 {
+            self.ok as f64 * 1000.0 / self.length_ms
+        } else {
+            0.0
+        }
+    }
+
+    /// The text form. The original study's parser reads it: the last token
+    /// before `ms:` is the measured interval length in ms, the first token
+    /// after it the interval's 2xx count. Non-2xx and error counts follow,
+    /// then `warmup` during warm-up and the shard name.
+    ///
+    /// `Total requests: 231044. Requests in the last 1001ms: 230877 [1.001s total] [230646 avg. RPS] 2xx=230877 non-2xx=0 errors=0`
+    pub fn text_line(&self) -> String {
+        let mut line = format!(
+            "Total requests: {}. Requests in the last {:.0}ms: {} [{:.3}s total] [{:.0} avg. RPS] 2xx={} non-2xx={} errors={}",
+            self.total_ok,
+            self.length_ms,
+            self.ok,
+            self.elapsed_s,
+            self.rps(),
+            self.ok,
+            self.non_2xx.total(),
+            self.errors.total(),
+        );
+        if self.late > 0 {
+            line.push_str(&format!(" late={}", self.late));
+        }
+        if self.warmup {
+            line.push_str(" warmup");
+        }
+        if let Some(shard) = &self.shard {
+            line.push_str(&format!(" shard={shard}"));
+        }
+        line
+    }
+}
+
+/// Timing facts of one interval, from the collector.
+#[derive(Debug, Clone, Copy)]
+pub struct IntervalHead {
+    pub index: u64,
+    pub start_unix_ms: u64,
+    pub length_ms: f64,
+    pub elapsed_s: f64,
+    pub warmup: bool,
+}
+
+/// Latency over the measured part of the run, microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SummaryLatency {
+    pub p50: u64,
+    pub p75: u64,
+    pub p90: u64,
+    pub p99: u64,
+    #[serde(rename = "p99.9")]
+    pub p99_9: u64,
+    pub max: u64,
+    pub mean: f64,
+}
+
+/// The whole run after warm-up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRecord {
+    pub shard: Option<String>,
+    /// Measured seconds (warm-up excluded).
+    pub duration_s: f64,
+    /// Requests that completed or failed: responses plus errors.
+    pub requests: u64,
+    pub ok: u64,
+    /// 2xx responses per second: the throughput.
+    pub rps: f64,
+    /// 2xx as a percentage of requests.
+    pub availability_pct: f64,
+    pub non_2xx: NonOk,
+    pub errors: Errors,
+    pub late: u64,
+    pub reconnects: u64,
+    pub bytes_read: u64,
+    pub latency_us: SummaryLatency,
+    /// Responses per status code.
+    pub status: BTreeMap<String, u64>,
+    /// Measured (non-warm-up) intervals.
+    pub intervals: u64,
+}
+
+impl SummaryRecord {
+    pub fn new(stats: &Stats, duration_s: f64, intervals: u64, shard: Option<&str>) -> Self {
+        let h = &stats.latency_us;
+        let q = |x| h.value_at_quantile(x);
+        let ok = stats.ok();
+        let requests = stats.responses() + stats.error_total();
+        let status = stats
+            .status
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(code, n)| {
+                let name = if code == 0 {
+                    "other".to_string()
+                } else {
+                    code.to_string()
+                };
+                (name, *n)
+            })
+            .collect();
+        SummaryRecord {
+            shard: shard.map(str::to_owned),
+            duration_s,
+            requests,
+            ok,
+            rps: if duration_s > 0.0 {
+                ok as f64 / duration_s
+            } else {
+                0.0
+            },
+            availability_pct: if requests > 0 {
+                ok as f64 * 100.0 / requests as f64
+            } else {
+                0.0
+            },
+            non_2xx: NonOk::from_stats(stats),
+            errors: Errors::from_stats(stats),
+            late: stats.late,
+            reconnects: stats.reconnects,
+            bytes_read: stats.bytes_read,
+            latency_us: SummaryLatency {
+                p50: q(0.5),
+                p75: q(0.75),
+                p90: q(0.9),
+                p99: q(0.99),
+                p99_9: q(0.999),
+                max: h.max(),
+                mean: if h.is_empty() { 0.0 } else { h.mean() },
+            },
+            status,
+            intervals,
+        }
+    }
+
+    /// Error rate: errors and non-2xx as a fraction of requests.
+    pub fn error_rate(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            1.0 - self.ok as f64 / self.requests as f64
+        }
+    }
+
+    /// The human-readable block printed at the end in text format.
+    pub fn text_block(&self) -> String {
+        let l = &self.latency_us;
+        let e = &self.errors;
+        let status: Vec<String> = self
+            .status
+            .iter()
+            .map(|(c, n)| format!("{c}={n}"))
+            .collect();
+        let mut out = String::new();
+        out.push_str("Summary:\n");
+        if let Some(shard) = &self.shard {
+            out.push_str(&format!("  shard:        {shard}\n"));
+        }
+        out.push_str(&format!(
+            "  requests:     {} in {:.3}s (2xx {}, non-2xx {}, errors {})\n",
+            self.requests,
+            self.duration_s,
+            self.ok,
+            self.non_2xx.total(),
+            e.total()
+        ));
+        out.push_str(&format!(
+            "  throughput:   {:.1} 2xx responses/s, availability {:.3}%\n",
+            self.rps, self.availability_pct
+        ));
+        out.push_str(&format!(
+            "  latency (us): p50 {} p75 {} p90 {} p99 {} p99.9 {} max {} mean {:.1}\n",
+            l.p50, l.p75, l.p90, l.p99, l.p99_9, l.max, l.mean
+        ));
+        out.push_str(&format!(
+            "  errors:       connect {} read {} write {} timeout {} parse {} closed {}\n",
+            e.connect, e.read, e.write, e.timeout, e.parse, e.closed
+        ));
+        out.push_str(&format!("  status:       {}\n", status.join(" ")));
+        out.push_str(&format!(
+            "  bytes read:   {}, reconnects {}, late sends {}\n",
+            self.bytes_read, self.reconnects, self.late
+        ));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule from the original study's analysis script.
+    fn original_parse(line: &str) -> (f64, f64) {
+        let (before, after) = line.split_once("ms:").unwrap();
+        let ms = before.split_whitespace().last().unwrap().parse().unwrap();
+        let count = after.split_whitespace().next().unwrap().parse().unwrap();
+        (ms, count)
+    }
+
+    #[test]
+    fn text_line_parses_with_the_original_rule() {
+        let mut stats = Stats::default();
+        for _ in 0..1234 {
+            stats.response(200, 50);
+        }
+        stats.response(500, 50);
+        let head = IntervalHead {
+            index: 3,
+            start_unix_ms: 1,
+            length_ms: 1000.6,
+            elapsed_s: 4.0,
+            warmup: true,
+        };
+        let rec = IntervalRecord::new(head, &stats, 5000, Some("a"));
+        let line = rec.text_line();
+        assert_eq!(original_parse(&line), (1001.0, 1234.0), "{line}");
+        assert!(
+            line.ends_with(" 2xx=1234 non-2xx=1 errors=0 warmup shard=a"),
+            "{line}"
+        );
+    }
+}

@@ -1,0 +1,532 @@
+//! One worker thread: its own epoll loop (mio), its own connections and its
+//! own statistics. Nothing shared is touched per request; once per interval
+//! the worker sends its interval's [`Stats`] to the collector.
+//!
+//! Syscalls per request are what a client on a shared 2-core machine pays
+//! for, so the loop is written for few of them: each connection is
+//! registered once, edge-triggered, for both directions; the next request is
+//! written as soon as a response completes (no re-arming of write interest,
+//! which costs wrk two `epoll_ctl` calls per request); and a read that did
+//! not fill the buffer is taken as having drained the socket (Linux reports
+//! every arrival of data to an edge-triggered epoll), which saves the extra
+//! `read` returning EAGAIN.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+
+use crate::config::{Config, Model};
+use crate::response::ResponseParser;
+use crate::stats::{ErrorKind, Stats};
+
+/// One interval's statistics from one worker.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub worker: usize,
+    pub index: u64,
+    pub start: Instant,
+    pub end: Instant,
+    pub stats: Stats,
+    /// The worker has stopped; no snapshot with a higher index follows.
+    pub last: bool,
+}
+
+/// What a worker is told.
+pub struct WorkerSpec {
+    pub id: usize,
+    /// Index of this worker's first connection among all connections.
+    pub first_conn: usize,
+    pub conns: usize,
+    /// Requests this worker may send (`None`: until the deadline).
+    pub budget: Option<u64>,
+    pub start: Instant,
+    pub config: Arc<Config>,
+    pub stop: Arc<AtomicBool>,
+    pub tx: Sender<Snapshot>,
+}
+
+const READ_BUF: usize = 4096;
+/// Wait before reconnecting after a failed connect, so a refusing target is
+/// not hammered in a tight loop.
+const CONNECT_BACKOFF: Duration = Duration::from_millis(20);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the connect to finish.
+    Connecting,
+    /// Connected, nothing outstanding, waiting for a timer (open model or backoff).
+    Waiting,
+    /// Connected with requests outstanding (or being written).
+    Busy,
+    /// Connected and idle, nothing more to send.
+    Done,
+    /// No socket (backoff before reconnecting).
+    Closed,
+}
+
+struct Conn {
+    stream: Option<TcpStream>,
+    phase: Phase,
+    /// Generation, bumped on reconnect, so stale timers are ignored.
+    gen: u64,
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    parser: ResponseParser,
+    /// Requests written or being written and not yet answered.
+    outstanding: usize,
+    /// Bytes of the current batch written so far.
+    written: usize,
+    /// When the outstanding requests were due (open model) or sent (closed).
+    sent_at: Instant,
+    /// Open model: when the next request is due.
+    next_due: Instant,
+    connect_started: Instant,
+}
+
+struct Worker {
+    spec: WorkerSpec,
+    poll: Poll,
+    conns: Vec<Conn>,
+    timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
+    batch: Vec<u8>,
+    batch_len: usize,
+    period: Duration,
+    stats: Stats,
+    sent: u64,
+    index: u64,
+    interval_start: Instant,
+    stopping: bool,
+}
+
+/// Runs a worker until the deadline, its budget, or the stop flag.
+pub fn run(spec: WorkerSpec) -> io::Result<()> {
+    let config = Arc::clone(&spec.config);
+    let (batch_len, period) = match config.model {
+        Model::Closed { pipeline } => (pipeline, Duration::ZERO),
+        Model::Open { rate } => (1, Duration::from_secs_f64(config.connections as f64 / rate)),
+    };
+    let batch = config.target.request.repeat(batch_len);
+    let start = spec.start;
+    let mut worker = Worker {
+        poll: Poll::new()?,
+        conns: Vec::with_capacity(spec.conns),
+        timers: BinaryHeap::new(),
+        batch,
+        batch_len,
+        period,
+        stats: Stats::default(),
+        sent: 0,
+        index: 0,
+        interval_start: start,
+        stopping: false,
+        spec,
+    };
+    for i in 0..worker.spec.conns {
+        // Spread the open model's schedules evenly over one period.
+        let global = worker.spec.first_conn + i;
+        let offset = period.mul_f64(global as f64 / config.connections as f64);
+        worker.conns.push(Conn {
+            stream: None,
+            phase: Phase::Closed,
+            gen: 0,
+            buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            parser: ResponseParser::new(config.head_only),
+            outstanding: 0,
+            written: 0,
+            sent_at: start,
+            next_due: start + offset,
+            connect_started: start,
+        });
+        worker.connect(i);
+    }
+    worker.event_loop()
+}
+
+impl Worker {
+    fn event_loop(&mut self) -> io::Result<()> {
+        let config = Arc::clone(&self.spec.config);
+        let deadline = config.total_duration().map(|d| self.spec.start + d);
+        let mut events = Events::with_capacity(1024);
+        let check_every = (config.timeout / 4).min(Duration::from_millis(100));
+        let mut next_check = Instant::now() + check_every;
+        loop {
+            let now = Instant::now();
+            let boundary = self.interval_start + config.interval;
+            if now >= boundary {
+                self.snapshot(now, false);
+            }
+            if deadline.is_some_and(|d| now >= d) || self.spec.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if self.finished() {
+                break;
+            }
+            if now >= next_check {
+                self.check_timeouts(now);
+                next_check = now + check_every;
+            }
+            self.fire_timers(now);
+
+            let mut wake = boundary.min(next_check);
+            if let Some(Reverse((t, _, _))) = self.timers.peek() {
+                wake = wake.min(*t);
+            }
+            if let Some(d) = deadline {
+                wake = wake.min(d);
+            }
+            let timeout = wake.saturating_duration_since(Instant::now());
+            match self.poll.poll(&mut events, Some(timeout)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            for event in events.iter() {
+                let i = event.token().0;
+                if event.is_writable() || event.is_error() {
+                    self.on_writable(i);
+                }
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    self.on_readable(i);
+                }
+            }
+        }
+        self.snapshot(Instant::now(), true);
+        Ok(())
+    }
+
+    /// With a request budget: true once every request was sent and answered.
+    fn finished(&self) -> bool {
+        self.spec.budget.is_some_and(|b| self.sent >= b)
+            && self.conns.iter().all(|c| c.outstanding == 0)
+    }
+
+    fn budget_left(&self) -> bool {
+        !self.stopping && self.spec.budget.is_none_or(|b| self.sent < b)
+    }
+
+    fn snapshot(&mut self, now: Instant, last: bool) {
+        let stats = std::mem::take(&mut self.stats);
+        let _ = self.spec.tx.send(Snapshot {
+            worker: self.spec.id,
+            index: self.index,
+            start: self.interval_start,
+            end: now,
+            stats,
+            last,
+        });
+        self.index += 1;
+        self.interval_start = now;
+    }
+
+    fn connect(&mut self, i: usize) {
+        let addr = self.spec.config.target.addr;
+        let conn = &mut self.conns[i];
+        conn.gen += 1;
+        conn.start = 0;
+        conn.end = 0;
+        conn.parser = ResponseParser::new(self.spec.config.head_only);
+        conn.outstanding = 0;
+        conn.written = 0;
+        conn.connect_started = Instant::now();
+        match TcpStream::connect(addr) {
+            Ok(mut stream) => {
+                let interest = Interest::READABLE | Interest::WRITABLE;
+                if self
+                    .poll
+                    .registry()
+                    .register(&mut stream, Token(i), interest)
+                    .is_err()
+                {
+                    self.stats.error(ErrorKind::Connect);
+                    self.backoff(i);
+                    return;
+                }
+                let conn = &mut self.conns[i];
+                conn.stream = Some(stream);
+                conn.phase = Phase::Connecting;
+            }
+            Err(_) => {
+                self.stats.error(ErrorKind::Connect);
+                self.backoff(i);
+            }
+        }
+    }
+
+    fn backoff(&mut self, i: usize) {
+        let conn = &mut self.conns[i];
+        conn.stream = None;
+        conn.phase = Phase::Closed;
+        conn.outstanding = 0;
+        self.timers
+            .push(Reverse((Instant::now() + CONNECT_BACKOFF, i, conn.gen)));
+    }
+
+    /// Drops the connection after an error: each outstanding request is one
+    /// error of `kind`. Reconnects at once (or after a backoff for connect errors).
+    fn fail(&mut self, i: usize, kind: ErrorKind) {
+        let conn = &mut self.conns[i];
+        let lost = conn.outstanding.max(1) as u64;
+        if let Some(mut stream) = conn.stream.take() {
+            let _ = self.poll.registry().deregister(&mut stream);
+        }
+        let was_connecting = conn.phase == Phase::Connecting;
+        conn.outstanding = 0;
+        self.stats.errors[kind as usize] += lost;
+        if was_connecting || kind == ErrorKind::Connect {
+            self.backoff(i);
+        } else if !self.stopping {
+            self.connect(i);
+        }
+    }
+
+    /// The server closed the connection after a response (Connection: close).
+    fn reopen(&mut self, i: usize) {
+        if let Some(mut stream) = self.conns[i].stream.take() {
+            let _ = self.poll.registry().deregister(&mut stream);
+        }
+        self.stats.reconnects += 1;
+        self.connect(i);
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        while let Some(Reverse((t, i, gen))) = self.timers.peek().copied() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let conn = &self.conns[i];
+            if conn.gen != gen {
+                continue;
+            }
+            match conn.phase {
+                Phase::Closed => self.connect(i),
+                Phase::Waiting => self.send(i, now),
+                _ => {}
+            }
+        }
+    }
+
+    fn check_timeouts(&mut self, now: Instant) {
+        let timeout = self.spec.config.timeout;
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            let expired = match c.phase {
+                Phase::Busy => c.outstanding > 0 && now.duration_since(c.sent_at) > timeout,
+                Phase::Connecting => now.duration_since(c.connect_started) > timeout,
+                _ => false,
+            };
+            if expired {
+                let kind = if c.phase == Phase::Connecting {
+                    ErrorKind::Connect
+                } else {
+                    ErrorKind::Timeout
+                };
+                self.fail(i, kind);
+            }
+        }
+    }
+
+    /// The connection is ready for its next request: sends it now (closed
+    /// model), or when due (open model).
+    fn next_request(&mut self, i: usize, now: Instant) {
+        if !self.budget_left() {
+            self.conns[i].phase = Phase::Done;
+            return;
+        }
+        match self.spec.config.model {
+            Model::Closed { .. } => self.send(i, now),
+            Model::Open { .. } => {
+                let due = self.conns[i].next_due;
+                if due <= now {
+                    self.send(i, now);
+                } else {
+                    let conn = &mut self.conns[i];
+                    conn.phase = Phase::Waiting;
+                    self.timers.push(Reverse((due, i, conn.gen)));
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, i: usize, now: Instant) {
+        if !self.budget_left() {
+            self.conns[i].phase = Phase::Done;
+            return;
+        }
+        let open = matches!(self.spec.config.model, Model::Open { .. });
+        let conn = &mut self.conns[i];
+        if open {
+            // Latency counts from when the request was due, not when it could
+            // be sent. It is late if it fell due while the connection was busy.
+            let due = conn.next_due;
+            if conn.phase == Phase::Busy && now.duration_since(due) > Duration::from_millis(1) {
+                self.stats.late += 1;
+            }
+            conn.sent_at = due;
+            conn.next_due = due + self.period;
+        } else {
+            conn.sent_at = now;
+        }
+        conn.phase = Phase::Busy;
+        conn.outstanding = self.batch_len;
+        conn.written = 0;
+        self.sent += self.batch_len as u64;
+        self.write_pending(i);
+    }
+
+    fn write_pending(&mut self, i: usize) {
+        let conn = &mut self.conns[i];
+        let Some(stream) = conn.stream.as_mut() else {
+            return;
+        };
+        while conn.written < self.batch.len() {
+            match stream.write(&self.batch[conn.written..]) {
+                Ok(0) => return self.fail(i, ErrorKind::Write),
+                Ok(n) => conn.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.fail(i, ErrorKind::Write),
+            }
+        }
+    }
+
+    fn on_writable(&mut self, i: usize) {
+        let conn = &mut self.conns[i];
+        match conn.phase {
+            Phase::Connecting => {
+                let Some(stream) = conn.stream.as_ref() else {
+                    return;
+                };
+                match stream.take_error() {
+                    Ok(None) => {}
+                    _ => return self.fail(i, ErrorKind::Connect),
+                }
+                match stream.peer_addr() {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+                    Err(_) => return self.fail(i, ErrorKind::Connect),
+                }
+                let _ = stream.set_nodelay(true);
+                conn.phase = Phase::Waiting;
+                self.next_request(i, Instant::now());
+            }
+            Phase::Busy if conn.written < self.batch.len() => self.write_pending(i),
+            _ => {}
+        }
+    }
+
+    fn on_readable(&mut self, i: usize) {
+        if self.conns[i].phase == Phase::Connecting {
+            // A refused connect shows up as readable + error.
+            if let Some(stream) = self.conns[i].stream.as_ref() {
+                if matches!(stream.take_error(), Ok(Some(_)) | Err(_)) {
+                    return self.fail(i, ErrorKind::Connect);
+                }
+            }
+            return;
+        }
+        loop {
+            let conn = &mut self.conns[i];
+            let Some(stream) = conn.stream.as_mut() else {
+                return;
+            };
+            if conn.end == conn.buf.len() {
+                if conn.start > 0 {
+                    conn.buf.copy_within(conn.start..conn.end, 0);
+                    conn.end -= conn.start;
+                    conn.start = 0;
+                } else {
+                    // A response head larger than the buffer: grow it.
+                    let mut bigger = vec![0u8; conn.buf.len() * 2].into_boxed_slice();
+                    bigger[..conn.end].copy_from_slice(&conn.buf[..conn.end]);
+                    conn.buf = bigger;
+                }
+            }
+            let space = conn.buf.len() - conn.end;
+            match stream.read(&mut conn.buf[conn.end..]) {
+                Ok(0) => return self.on_eof(i),
+                Ok(n) => {
+                    conn.end += n;
+                    self.stats.bytes_read += n as u64;
+                    if !self.consume(i) {
+                        return;
+                    }
+                    if n < space {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.fail(i, ErrorKind::Read),
+            }
+        }
+    }
+
+    fn on_eof(&mut self, i: usize) {
+        let conn = &mut self.conns[i];
+        if let Some(done) = conn.parser.eof() {
+            let latency = conn.sent_at.elapsed().as_micros() as u64;
+            self.stats.response(done.status, latency);
+            conn.outstanding = conn.outstanding.saturating_sub(1);
+        }
+        if self.conns[i].outstanding > 0 {
+            self.fail(i, ErrorKind::Closed);
+        } else {
+            // The server closed an idle connection: open a new one.
+            self.reopen(i);
+        }
+    }
+
+    /// Parses what was read. Returns false if the connection was replaced.
+    fn consume(&mut self, i: usize) -> bool {
+        loop {
+            let conn = &mut self.conns[i];
+            let (used, done) = match conn.parser.parse(&conn.buf[conn.start..conn.end]) {
+                Ok(r) => r,
+                Err(_) => {
+                    self.fail(i, ErrorKind::Parse);
+                    return false;
+                }
+            };
+            conn.start += used;
+            if conn.start == conn.end {
+                conn.start = 0;
+                conn.end = 0;
+            }
+            if let Some(done) = done {
+                if conn.outstanding == 0 {
+                    // A response nobody asked for.
+                    self.fail(i, ErrorKind::Parse);
+                    return false;
+                }
+                let now = Instant::now();
+                let latency = now.duration_since(conn.sent_at).as_micros() as u64;
+                conn.outstanding -= 1;
+                let finished_batch = conn.outstanding == 0;
+                self.stats.response(done.status, latency);
+                if done.close {
+                    let lost = self.conns[i].outstanding as u64;
+                    self.stats.errors[ErrorKind::Closed as usize] += lost;
+                    self.conns[i].outstanding = 0;
+                    self.reopen(i);
+                    return false;
+                }
+                if finished_batch {
+                    self.next_request(i, now);
+                }
+            } else if used == 0 {
+                return true;
+            }
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! loadgen against test servers: counts, classification, pipelining, the open
+//! model's rate, the duration bound.
+
+mod support;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use loadgen::cli::Args;
+use loadgen::{IntervalRecord, Model, Sink, SummaryRecord};
+use support::{Behaviour, TestServer};
+
+#[derive(Default)]
+struct Collect(Vec<IntervalRecord>);
+
+impl Sink for Collect {
+    fn interval(&mut self, record: &IntervalRecord) -> std::io::Result<()> {
+        self.0.push(record.clone());
+        Ok(())
+    }
+}
+
+fn config(args: &[&str]) -> loadgen::Config {
+    let mut argv = vec!["loadgen"];
+    argv.extend_from_slice(args);
+    clap::Parser::try_parse_from::<_, _>(argv)
+        .map(|a: Args| a.into_config().unwrap())
+        .unwrap()
+}
+
+fn run(args: &[&str]) -> (SummaryRecord, Vec<IntervalRecord>) {
+    let mut sink = Collect::default();
+    let summary = loadgen::run(config(args), &mut sink, Arc::new(AtomicBool::new(false))).unwrap();
+    (summary, sink.0)
+}
+
+#[test]
+fn ok_total_equals_what_the_server_answered() {
+    let server = TestServer::start(Behaviour::Ok);
+    let url = server.url();
+    let (s, intervals) = run(&[
+        "-n",
+        "5000",
+        "-c",
+        "8",
+        "-t",
+        "2",
+        "--interval",
+        "100ms",
+        &url,
+    ]);
+    assert_eq!(s.ok, 5000);
+    assert_eq!(server.answered(), 5000);
+    assert_eq!(s.requests, 5000);
+    assert_eq!(s.status.get("200"), Some(&5000));
+    assert_eq!(intervals.iter().map(|i| i.ok).sum::<u64>(), 5000);
+    assert_eq!(s.bytes_read, 5000 * 40);
+}
+
+#[test]
+fn non_2xx_is_not_throughput() {
+    let server = TestServer::start(Behaviour::Status(500));
+    let (s, _) = run(&["-n", "300", "-c", "4", &server.url()]);
+    assert_eq!((s.ok, s.non_2xx.c5xx, s.requests), (0, 300, 300));
+    assert_eq!(s.rps, 0.0);
+    assert_eq!(s.availability_pct, 0.0);
+    assert!(loadgen::verdict(&s, None).is_err());
+    let server = TestServer::start(Behaviour::Status(404));
+    let (s, _) = run(&["-n", "50", "-c", "2", &server.url()]);
+    assert_eq!((s.ok, s.non_2xx.c4xx), (0, 50));
+}
+
+#[test]
+fn closing_mid_response_is_a_closed_error() {
+    let server = TestServer::start(Behaviour::CloseMidResponse);
+    let (s, _) = run(&[
+        "-d",
+        "500ms",
+        "-c",
+        "2",
+        "--interval",
+        "100ms",
+        &server.url(),
+    ]);
+    assert_eq!(s.ok, 0);
+    assert!(s.errors.closed > 0, "{s:?}");
+    assert_eq!(s.errors.total(), s.errors.closed);
+}
+
+#[test]
+fn a_server_that_never_answers_gives_timeouts() {
+    let server = TestServer::start(Behaviour::Never);
+    let (s, _) = run(&[
+        "-d",
+        "1s",
+        "-c",
+        "3",
+        "--timeout",
+        "200ms",
+        "--interval",
+        "250ms",
+        &server.url(),
+    ]);
+    assert_eq!(s.ok, 0);
+    assert!(s.errors.timeout >= 3, "{s:?}");
+    assert_eq!(s.errors.total(), s.errors.timeout);
+}
+
+#[test]
+fn chunked_bodies_are_read_to_the_end() {
+    let server = TestServer::start(Behaviour::Chunked);
+    let (s, _) = run(&["-n", "1000", "-c", "4", &server.url()]);
+    assert_eq!((s.ok, s.errors.total()), (1000, 0));
+    assert_eq!(server.answered(), 1000);
+}
+
+#[test]
+fn connection_close_reconnects_without_errors() {
+    let server = TestServer::start(Behaviour::CloseEvery(10));
+    let (s, _) = run(&["-n", "1000", "-c", "4", &server.url()]);
+    assert_eq!((s.ok, s.errors.total()), (1000, 0));
+    assert!(s.reconnects >= 90, "{s:?}");
+}
+
+#[test]
+fn pipelining_sends_batches() {
+    let server = TestServer::start(Behaviour::Ok);
+    let (s, _) = run(&["-n", "800", "-c", "2", "--pipeline", "8", &server.url()]);
+    assert_eq!(s.ok, 800);
+    assert_eq!(server.answered(), 800);
+    assert!(server.max_batch.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+}
+
+#[test]
+fn open_model_holds_its_rate_when_the_server_keeps_up() {
+    let server = TestServer::start(Behaviour::Ok);
+    let cfg = config(&[
+        "--rate",
+        "2000",
+        "-d",
+        "3s",
+        "-c",
+        "10",
+        "--warmup",
+        "1s",
+        &server.url(),
+    ]);
+    assert_eq!(cfg.model, Model::Open { rate: 2000.0 });
+    let mut sink = Collect::default();
+    let s = loadgen::run(cfg, &mut sink, Arc::new(AtomicBool::new(false))).unwrap();
+    let rate = s.ok as f64 / s.duration_s;
+    assert!(
+        (rate - 2000.0).abs() / 2000.0 < 0.03,
+        "measured {rate:.1}/s: {s:?}"
+    );
+    assert_eq!(s.errors.total(), 0);
+    for i in sink.0.iter().filter(|i| !i.warmup) {
+        assert!(
+            (i.rps() - 2000.0).abs() / 2000.0 < 0.10,
+            "interval {}: {:.1}/s",
+            i.index,
+            i.rps()
+        );
+    }
+}
+
+#[test]
+fn duration_and_warmup_bound_the_run() {
+    let server = TestServer::start(Behaviour::Ok);
+    let started = Instant::now();
+    let (s, intervals) = run(&[
+        "-d",
+        "1s",
+        "--warmup",
+        "500ms",
+        "--interval",
+        "500ms",
+        "-c",
+        "2",
+        &server.url(),
+    ]);
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(1500), "{took:?}");
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    let warm: Vec<_> = intervals.iter().map(|i| i.warmup).collect();
+    assert_eq!(warm, [true, false, false]);
+    assert_eq!(s.intervals, 2);
+    assert!((s.duration_s - 1.0).abs() < 0.05, "{}", s.duration_s);
+    let measured: u64 = intervals.iter().filter(|i| !i.warmup).map(|i| i.ok).sum();
+    assert_eq!(s.ok, measured);
+}
+
+#[test]
+fn stop_flag_ends_the_run_early_with_a_summary() {
+    let server = TestServer::start(Behaviour::Ok);
+    let stop = Arc::new(AtomicBool::new(true));
+    let started = Instant::now();
+    let mut sink = Collect::default();
+    let cfg = config(&["-d", "30s", "-c", "2", &server.url()]);
+    let s = loadgen::run(cfg, &mut sink, stop).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(s.duration_s < 1.0);
+}

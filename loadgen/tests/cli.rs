@@ -1,0 +1,204 @@
+//! The `loadgen` binary: output formats, exit codes, bad input.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{Behaviour, TestServer};
+
+fn loadgen(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// The original study's rule: the interval's ms is the last token before
+/// `ms:`, its count the first token after.
+fn original_rule(line: &str) -> Option<(f64, f64)> {
+    let (before, after) = line.split_once("ms:")?;
+    let ms = before.split_whitespace().last()?.parse().ok()?;
+    let count = after.split_whitespace().next()?.parse().ok()?;
+    Some((ms, count))
+}
+
+#[test]
+fn text_intervals_parse_with_the_original_rule() {
+    let server = TestServer::start(Behaviour::Ok);
+    let (code, out, err) = loadgen(&[
+        "-d",
+        "1s",
+        "--interval",
+        "200ms",
+        "--warmup",
+        "200ms",
+        "-c",
+        "4",
+        &server.url(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| l.contains("ms:")).collect();
+    assert_eq!(lines.len(), 6, "{out}");
+    assert!(lines[0].ends_with(" warmup"), "{}", lines[0]);
+    let mut measured = 0.0;
+    for line in &lines[1..] {
+        let (ms, count) = original_rule(line).unwrap_or_else(|| panic!("unparsable: {line}"));
+        assert!((150.0..=260.0).contains(&ms), "{line}");
+        assert!(line.contains(&format!(" 2xx={count} ")), "{line}");
+        measured += count;
+    }
+    let summary = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("requests:"))
+        .unwrap();
+    assert!(
+        summary.contains(&format!("(2xx {measured},")),
+        "{summary} vs {measured}"
+    );
+    assert!(
+        err.is_empty(),
+        "no progress bar when stderr is not a terminal: {err:?}"
+    );
+}
+
+#[test]
+fn jsonl_records_match_the_schema() {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../schema/record.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let server = TestServer::start(Behaviour::Ok);
+    let (code, out, err) = loadgen(&[
+        "--format",
+        "jsonl",
+        "-d",
+        "600ms",
+        "--interval",
+        "200ms",
+        "--warmup",
+        "200ms",
+        "--shard",
+        "east",
+        "-c",
+        "2",
+        "--body",
+        "500",
+        &server.url(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let records: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(records.len() >= 4, "{out}");
+    for r in &records {
+        let errors: Vec<String> = validator.iter_errors(r).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{r}: {errors:?}");
+        assert_eq!(r["shard"], "east");
+        // And the one definition reads back what it wrote.
+        let _: loadgen::Record = serde_json::from_value(r.clone()).unwrap();
+    }
+    assert_eq!(records[0]["warmup"], true);
+    assert_eq!(records.last().unwrap()["type"], "summary");
+    // The schema is not a rubber stamp: a record missing a field fails it.
+    let mut broken = records[1].clone();
+    broken.as_object_mut().unwrap().remove("ok");
+    assert!(!validator.is_valid(&broken));
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for args in [
+        &["not a url"][..],
+        &["https://127.0.0.1/"],
+        &["ftp://127.0.0.1/"],
+        &["http://no-such-host.invalid/"],
+        &["-c", "0", "http://127.0.0.1:1/"],
+        &["--rate", "0", "http://127.0.0.1:1/"],
+        &["--rate", "-5", "http://127.0.0.1:1/"],
+        &["--rate", "abc", "http://127.0.0.1:1/"],
+        &["-d", "0s", "http://127.0.0.1:1/"],
+        &["-d", "ten", "http://127.0.0.1:1/"],
+        &["--body-file", "/nonexistent/body", "http://127.0.0.1:1/"],
+        &["--body-hex", "f4z1", "http://127.0.0.1:1/"],
+        &["--body", "1", "--body-hex", "01", "http://127.0.0.1:1/"],
+        &["--rate", "10", "--pipeline", "2", "http://127.0.0.1:1/"],
+        &["-t", "4", "-c", "2", "http://127.0.0.1:1/"],
+        &["-H", "no colon", "http://127.0.0.1:1/"],
+        &[],
+    ] {
+        let started = Instant::now();
+        let (code, out, err) = loadgen(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err:?}");
+        assert!(err.starts_with("loadgen: "), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(out.is_empty());
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+    let (_, _, err) = loadgen(&["--body-file", "/nonexistent/body", "http://127.0.0.1:1/"]);
+    assert!(err.contains("/nonexistent/body"), "{err}");
+}
+
+#[test]
+fn a_target_that_never_answers_is_exit_1() {
+    // Bind then drop: the port is closed, so connecting is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (code, out, err) = loadgen(&["-d", "1s", &format!("http://127.0.0.1:{port}/")]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot connect"), "{err}");
+    assert!(out.is_empty());
+}
+
+#[test]
+fn exit_1_when_nothing_succeeds_or_the_error_rate_is_too_high() {
+    let server = TestServer::start(Behaviour::Status(503));
+    let (code, out, err) = loadgen(&["-n", "20", "-c", "2", &server.url()]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no request succeeded"), "{err}");
+    assert!(
+        out.contains("Summary:"),
+        "the summary is still printed: {out}"
+    );
+
+    let ok = TestServer::start(Behaviour::Ok);
+    let (code, _, err) = loadgen(&["-n", "20", "-c", "2", "--max-error-rate", "0", &ok.url()]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn sigint_ends_early_and_still_prints_the_summary() {
+    let server = TestServer::start(Behaviour::Ok);
+    let child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["-d", "60s", "-c", "2", &server.url()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("ms:"), "{stdout}");
+    assert!(stdout.contains("Summary:"), "{stdout}");
+}

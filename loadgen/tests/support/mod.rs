@@ -1,0 +1,161 @@
+//! Small HTTP/1.1 servers for loadgen's tests, on loopback ports the OS picks.
+//! Each behaves one way (answers 200, 500, chunked, closes mid-response,
+//! never answers...) and counts the responses it wrote completely.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the server answers each request.
+#[derive(Debug, Clone, Copy)]
+pub enum Behaviour {
+    Ok,
+    Status(u16),
+    Chunked,
+    /// Half a response, then close.
+    CloseMidResponse,
+    /// Reads requests, never answers.
+    Never,
+    /// `Connection: close` on every n-th response of a connection.
+    CloseEvery(u64),
+}
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    /// Responses written completely.
+    pub answered: Arc<AtomicU64>,
+    /// Largest number of requests found in one read (pipelining seen).
+    pub max_batch: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl TestServer {
+    pub fn start(behaviour: Behaviour) -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let answered = Arc::new(AtomicU64::new(0));
+        let max_batch = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (a, m, s) = (answered.clone(), max_batch.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if s.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                let (a, m, s) = (a.clone(), m.clone(), s.clone());
+                std::thread::spawn(move || serve(stream, behaviour, &a, &m, &s));
+            }
+        });
+        TestServer {
+            addr,
+            answered,
+            max_batch,
+            stop,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    pub fn answered(&self) -> u64 {
+        self.answered.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+fn serve(
+    mut stream: TcpStream,
+    behaviour: Behaviour,
+    answered: &AtomicU64,
+    max_batch: &AtomicU64,
+    stop: &AtomicBool,
+) {
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    let mut buf = Vec::new();
+    let mut served_here = 0u64;
+    let mut chunk = [0u8; 8192];
+    while !stop.load(Ordering::Relaxed) {
+        let n = match stream.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
+            Err(_) => return,
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        let mut out = Vec::new();
+        let mut batch = 0u64;
+        let mut close = false;
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut req = httparse::Request::new(&mut headers);
+            let Ok(httparse::Status::Complete(head)) = req.parse(&buf) else {
+                break;
+            };
+            let body: usize = req
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                .and_then(|h| std::str::from_utf8(h.value).ok()?.parse().ok())
+                .unwrap_or(0);
+            if buf.len() < head + body {
+                break;
+            }
+            buf.drain(..head + body);
+            batch += 1;
+            served_here += 1;
+            match behaviour {
+                Behaviour::Ok => out.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+                Behaviour::Status(code) => out.extend_from_slice(
+                    format!("HTTP/1.1 {code} X\r\nContent-Length: 4\r\n\r\nnope").as_bytes(),
+                ),
+                Behaviour::Chunked => out.extend_from_slice(
+                    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+                ),
+                Behaviour::CloseMidResponse => {
+                    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+                    return;
+                }
+                Behaviour::Never => {}
+                Behaviour::CloseEvery(n) => {
+                    if served_here % n == 0 {
+                        out.extend_from_slice(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok");
+                        close = true;
+                        break;
+                    }
+                    out.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                }
+            }
+        }
+        max_batch.fetch_max(batch, Ordering::SeqCst);
+        if !out.is_empty() {
+            if stream.write_all(&out).is_err() {
+                return;
+            }
+            if !matches!(behaviour, Behaviour::Never) {
+                answered.fetch_add(batch, Ordering::SeqCst);
+            }
+        }
+        if close {
+            return;
+        }
+    }
+}
