@@ -138,7 +138,7 @@ mod tests {
     fn refuses_bad_targets() {
         for (url, needle) in [
             ("https://127.0.0.1/", "unsupported scheme"),
-            ("127.0.0.1:80", "unsupported scheme"),
+            ("127.0.0.1:80", "bad URL"),
             ("http//x", "bad URL"),
             ("http://no-such-host.invalid/", "cannot resolve"),
         ] {

@@ -136,7 +136,7 @@ fn serve(
                 }
                 Behaviour::Never => {}
                 Behaviour::CloseEvery(n) => {
-                    if served_here % n == 0 {
+                    if served_here.is_multiple_of(n) {
                         out.extend_from_slice(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok");
                         close = true;
                         break;
