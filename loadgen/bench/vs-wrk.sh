@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# loadgen vs wrk (and oha when installed), A B A B, against nginx answering
+# `return 200` from a private prefix on a loopback port chosen at run time.
+#
+#   loadgen/bench/vs-wrk.sh [PAIRS] [DURATION_S]     (defaults: 5 pairs, 5 s)
+#   RSS_CHECK=1 loadgen/bench/vs-wrk.sh              (also: peak RSS at 1000 connections over 60 s)
+#
+# Per pair it prints requests/s and client CPU seconds per million requests
+# (user + system, from /usr/bin/time) and the loadgen/wrk ratios; per set-up
+# the median ratios. Needs nginx, wrk, taskset and /usr/bin/time
+# (apt-get install -y nginx-light wrk util-linux time).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+pairs=${1:-5}
+secs=${2:-5}
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+oha_bin=$(command -v oha || true)
+for tool in "$nginx_bin" wrk taskset /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "vs-wrk: $tool is missing (apt-get install -y nginx-light wrk util-linux time)" >&2; exit 2; }
+done
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+cargo build --release --quiet -p loadgen
+loadgen=target/release/loadgen
+
+prefix=$(mktemp -d /tmp/shootout-bench.XXXXXX)
+nginx_pid=""
+cleanup() {
+  if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null || true; wait "$nginx_pid" 2>/dev/null || true; fi
+  rm -rf "$prefix"
+}
+trap cleanup EXIT INT TERM
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+url="http://127.0.0.1:$port/"
+
+# start_nginx WORKERS [CPU]: (re)starts nginx with that many workers, pinned to CPU if given.
+start_nginx() {
+  local workers=$1 cpu=${2:-}
+  if [ -n "$nginx_pid" ]; then kill "$nginx_pid"; wait "$nginx_pid" 2>/dev/null || true; nginx_pid=""; fi
+  mkdir -p "$prefix/logs" "$prefix/tmp"
+  cat > "$prefix/nginx.conf" <<CONF
+worker_processes $workers;
+pid $prefix/nginx.pid;
+error_log $prefix/logs/error.log warn;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path $prefix/tmp/body;
+  proxy_temp_path $prefix/tmp/proxy;
+  fastcgi_temp_path $prefix/tmp/fastcgi;
+  uwsgi_temp_path $prefix/tmp/uwsgi;
+  scgi_temp_path $prefix/tmp/scgi;
+  keepalive_requests 100000000;
+  server {
+    listen 127.0.0.1:$port backlog=4096;
+    location / { default_type text/plain; return 200 "ok"; }
+  }
+}
+CONF
+  if [ -n "$cpu" ]; then
+    taskset -c "$cpu" "$nginx_bin" -p "$prefix" -c "$prefix/nginx.conf" -g 'daemon off;' &
+  else
+    "$nginx_bin" -p "$prefix" -c "$prefix/nginx.conf" -g 'daemon off;' &
+  fi
+  nginx_pid=$!
+  for _ in $(seq 100); do
+    curl -sf -o /dev/null "$url" && return 0
+    sleep 0.05
+  done
+  echo "vs-wrk: nginx did not answer on $url" >&2
+  exit 1
+}
+
+# measure TOOL THREADS CONNS CPU -> "rps requests cpu_s rss_kb"
+measure() {
+  local tool=$1 t=$2 c=$3 cpu=$4 pin=() out="$prefix/out" tm="$prefix/time"
+  [ -n "$cpu" ] && pin=(taskset -c "$cpu")
+  case $tool in
+    loadgen)
+      /usr/bin/time -f "%U %S %M" -o "$tm" "${pin[@]}" "$loadgen" -t "$t" -c "$c" -d "${secs}s" --format jsonl "$url" > "$out"
+      python3 - "$out" "$tm" <<'PY'
+import json, sys
+s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+u, sy, rss = open(sys.argv[2]).read().split()
+print(f"{s['rps']:.0f} {s['requests']} {float(u)+float(sy):.2f} {rss}")
+PY
+      ;;
+    wrk)
+      /usr/bin/time -f "%U %S %M" -o "$tm" "${pin[@]}" wrk -t "$t" -c "$c" -d "${secs}s" "$url" > "$out"
+      python3 - "$out" "$tm" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+reqs = int(re.search(r"(\d+) requests in", text).group(1))
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+u, sy, rss = open(sys.argv[2]).read().split()
+print(f"{rps:.0f} {reqs} {float(u)+float(sy):.2f} {rss}")
+PY
+      ;;
+    oha)
+      /usr/bin/time -f "%U %S %M" -o "$tm" "${pin[@]}" "$oha_bin" --no-tui -z "${secs}s" -c "$c" "$url" > "$out"
+      python3 - "$out" "$tm" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+m = re.search(r"Total:\s+([\d.]+) (ms|sec)", text); total = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
+u, sy, rss = open(sys.argv[2]).read().split()
+print(f"{rps:.0f} {rps*total:.0f} {float(u)+float(sy):.2f} {rss}")
+PY
+      ;;
+  esac
+}
+
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r)"
+echo "nginx: $("$nginx_bin" -v 2>&1 | cut -d/ -f2), wrk: $(wrk --version 2>&1 | head -1 | cut -d' ' -f2), loadgen: $(git rev-parse --short HEAD 2>/dev/null || echo '?'), ${secs}s per run, $pairs pairs"
+echo
+
+# name | nginx workers | nginx cpu | client threads | connections | client cpu
+setups=(
+  "t1-c64-unpinned|1||1|64|"
+  "t2-c256-unpinned|2||2|256|"
+  "t1-c64-shared-cpu0|1|0|1|64|0"
+)
+for setup in "${setups[@]}"; do
+  IFS='|' read -r name workers ncpu t c ccpu <<<"$setup"
+  start_nginx "$workers" "$ncpu"
+  echo "== $name (nginx workers=$workers${ncpu:+ pinned cpu$ncpu}, client -t$t -c$c${ccpu:+ pinned cpu$ccpu})"
+  printf '%-5s %12s %12s %8s %14s %14s %8s\n' pair loadgen_rps wrk_rps ratio loadgen_cpu/M wrk_cpu/M ratio
+  rps_ratios=(); cpu_ratios=()
+  for i in $(seq "$pairs"); do
+    read -r lr lreq lcpu _ < <(measure loadgen "$t" "$c" "$ccpu")
+    read -r wr wreq wcpu _ < <(measure wrk "$t" "$c" "$ccpu")
+    line=$(python3 -c "
+lr,lreq,lcpu,wr,wreq,wcpu=map(float,'$lr $lreq $lcpu $wr $wreq $wcpu'.split())
+lm=lcpu/lreq*1e6; wm=wcpu/wreq*1e6
+print(f'{lr:12.0f} {wr:12.0f} {lr/wr:8.3f} {lm:14.3f} {wm:14.3f} {lm/wm:8.3f}')")
+    printf '%-5s %s\n' "$i" "$line"
+    rps_ratios+=("$(awk '{print $3}' <<<"$line")"); cpu_ratios+=("$(awk '{print $6}' <<<"$line")")
+  done
+  python3 -c "
+import statistics as s
+r=[float(x) for x in '${rps_ratios[*]}'.split()]; c=[float(x) for x in '${cpu_ratios[*]}'.split()]
+print(f'median  rps ratio loadgen/wrk {s.median(r):.3f}   cpu-per-request ratio loadgen/wrk {s.median(c):.3f}')"
+  if [ -n "$oha_bin" ]; then
+    read -r orps oreq ocpu _ < <(measure oha "$t" "$c" "$ccpu")
+    python3 -c "print(f'oha (one run, all cores, -c $c): {float($orps):.0f} rps, {float($ocpu)/float($oreq)*1e6:.3f} CPU s per million requests')"
+  fi
+  echo
+done
+
+if [ "${RSS_CHECK:-0}" = 1 ]; then
+  start_nginx 1
+  secs=60
+  read -r rps reqs cpu rss < <(measure loadgen 1 1000 "")
+  echo "== peak RSS: loadgen -t1 -c1000 -d60s: ${rss} KiB ($((rss / 1024)) MiB), $rps rps"
+fi
