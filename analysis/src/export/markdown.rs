@@ -1,0 +1,160 @@
+use std::fmt::Write;
+
+use super::{ci_chart_name, time_chart_name, Exporter};
+use crate::report::{Report, RowReport, TableReport};
+
+/// `README.md`: one table per scenario file in the original study's form
+/// (Configuration | RPS | Standard Deviation), the extra columns after it,
+/// and the charts.
+pub struct MarkdownExporter;
+
+impl Exporter for MarkdownExporter {
+    fn serialize(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
+        let mut out = String::new();
+        writeln!(out, "# Results\n")?;
+        writeln!(
+            out,
+            "RPS per interval is its 2xx count over its measured length (the original study's rule); \
+             each table shows the mean and the sample standard deviation (n - 1) of the interval RPS \
+             of every repetition pooled. Warm-up left out: intervals loadgen marked as warm-up, or the \
+             first {} intervals of logs that mark none. Ratio is the row's mean over the baseline's; \
+             p is Welch's t-test of the row's interval RPS against the baseline's (intervals of one run \
+             are not independent, so read small p-values as \"clearly apart\", not as exact odds).\n",
+            report.skip
+        )?;
+        for table in &report.tables {
+            table_section(&mut out, table)?;
+        }
+        Ok(out.into_bytes())
+    }
+}
+
+fn table_section(out: &mut String, table: &TableReport) -> std::fmt::Result {
+    writeln!(out, "## {}\n", table.title)?;
+    writeln!(
+        out,
+        "| Configuration | RPS | Standard Deviation | Median | Min | Max | 95% CI of mean | CV | Repetitions | Ratio to baseline | p (Welch) | p50 latency | p99 latency | Errors / non-2xx | Availability |"
+    )?;
+    writeln!(
+        out,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )?;
+    for row in &table.rows {
+        row_line(out, row, row.name == table.baseline)?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "![RPS over time: {}]({})\n",
+        table.title,
+        time_chart_name(table)
+    )?;
+    writeln!(
+        out,
+        "![Mean RPS with 95% CI: {}]({})\n",
+        table.title,
+        ci_chart_name(table)
+    )?;
+    Ok(())
+}
+
+fn row_line(out: &mut String, row: &RowReport, baseline: bool) -> std::fmt::Result {
+    let r = &row.rps;
+    let ratio = if baseline {
+        "1.000 (baseline)".to_string()
+    } else {
+        format!("{:.3}", row.ratio)
+    };
+    let p = match (&row.welch, baseline) {
+        (_, true) => "".to_string(),
+        (Some(w), false) if w.p < 0.001 => "< 0.001".to_string(),
+        (Some(w), false) => format!("{:.3}", w.p),
+        (None, false) => "n/a".to_string(),
+    };
+    let reps = if row.repetition_means.len() > 1 {
+        let lo = row
+            .repetition_means
+            .iter()
+            .cloned()
+            .fold(f64::INFINITY, f64::min);
+        let hi = row
+            .repetition_means
+            .iter()
+            .cloned()
+            .fold(f64::NEG_INFINITY, f64::max);
+        format!(
+            "{} (means {}–{})",
+            row.repetitions,
+            thousands(lo),
+            thousands(hi)
+        )
+    } else {
+        row.repetitions.to_string()
+    };
+    let label = if row.shards > 1 {
+        format!("{} ({} shards)", row.label, row.shards)
+    } else {
+        row.label.clone()
+    };
+    writeln!(
+        out,
+        "| {label} | {} | {} | {} | {} | {} | ± {} | {} | {reps} | {ratio} | {p} | {} | {} | {} | {} |",
+        thousands(r.mean),
+        thousands(r.sd),
+        thousands(r.median),
+        thousands(r.min),
+        thousands(r.max),
+        thousands(r.ci95),
+        pct(r.cv * 100.0),
+        micros(row.latency_p50_us),
+        micros(row.latency_p99_us),
+        row.errors.zip(row.non_2xx).map_or("n/a".into(), |(e, n)| format!("{e} / {n}")),
+        row.availability_pct.map_or("n/a".into(), |a| format!("{a:.3}%")),
+    )
+}
+
+/// 43904.4 -> "43,904"; NaN -> "n/a".
+fn thousands(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    let n = x.round() as i64;
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+fn pct(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.1}%")
+    } else {
+        "n/a".into()
+    }
+}
+
+fn micros(x: Option<f64>) -> String {
+    x.map_or("n/a".into(), |v| format!("{v:.0} µs"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thousands;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(43_904.4), "43,904");
+        assert_eq!(thousands(999.5), "1,000");
+        assert_eq!(thousands(7.0), "7");
+        assert_eq!(thousands(-1234.0), "-1,234");
+        assert_eq!(thousands(f64::NAN), "n/a");
+    }
+}

@@ -1,0 +1,27 @@
+//! Output formats behind one seam: each exporter turns a [`Report`] into
+//! bytes and never writes anywhere itself; the caller decides where bytes go.
+
+mod json;
+mod markdown;
+mod svg;
+
+pub use json::JsonExporter;
+pub use markdown::MarkdownExporter;
+pub use svg::charts;
+
+use crate::report::{Report, TableReport};
+
+/// One output format.
+pub trait Exporter {
+    fn serialize(&self, report: &Report) -> anyhow::Result<Vec<u8>>;
+}
+
+/// File name of a table's RPS-over-time chart.
+pub fn time_chart_name(table: &TableReport) -> String {
+    format!("{}-rps-over-time.svg", table.name)
+}
+
+/// File name of a table's mean-with-CI bar chart.
+pub fn ci_chart_name(table: &TableReport) -> String {
+    format!("{}-rps-ci.svg", table.name)
+}

@@ -1,0 +1,145 @@
+//! SVG charts with plotters: interval RPS over time, and mean RPS with its
+//! 95% confidence interval, one pair per table. Returned as bytes.
+
+use plotters::prelude::*;
+
+use super::{ci_chart_name, time_chart_name};
+use crate::report::{Report, TableReport};
+
+const SIZE: (u32, u32) = (960, 480);
+
+/// Every chart of the report: (file name, SVG bytes).
+pub fn charts(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let mut out = Vec::new();
+    for table in &report.tables {
+        out.push((time_chart_name(table), over_time(table)?));
+        out.push((ci_chart_name(table), with_ci(table)?));
+    }
+    Ok(out)
+}
+
+fn draw_err(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("drawing a chart: {e}")
+}
+
+fn over_time(table: &TableReport) -> anyhow::Result<Vec<u8>> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        let points = table.rows.iter().flat_map(|r| r.series.iter().flatten());
+        let (x_max, y_max) = points.fold((1.0f64, 1.0f64), |(x, y), (t, v)| (x.max(*t), y.max(*v)));
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{}: requests/s per interval", table.title),
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max * 1.1)
+            .map_err(draw_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds after warm-up")
+            .y_desc("2xx requests/s")
+            .draw()
+            .map_err(draw_err)?;
+        for (i, row) in table.rows.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            for (rep, series) in row.series.iter().enumerate() {
+                let drawn = chart
+                    .draw_series(LineSeries::new(
+                        series.iter().copied(),
+                        color.stroke_width(2),
+                    ))
+                    .map_err(draw_err)?;
+                if rep == 0 {
+                    drawn.label(row.label.clone()).legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                    });
+                }
+            }
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(draw_err)?;
+        root.present().map_err(draw_err)?;
+    }
+    Ok(svg.into_bytes())
+}
+
+fn with_ci(table: &TableReport) -> anyhow::Result<Vec<u8>> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        let n = table.rows.len();
+        let y_max = table
+            .rows
+            .iter()
+            .map(|r| {
+                r.rps.mean
+                    + if r.rps.ci95.is_finite() {
+                        r.rps.ci95
+                    } else {
+                        0.0
+                    }
+            })
+            .fold(1.0f64, f64::max);
+        let labels: Vec<String> = table.rows.iter().map(|r| r.name.clone()).collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{}: mean requests/s, 95% CI", table.title),
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(60)
+            .y_label_area_size(80)
+            .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..y_max * 1.1)
+            .map_err(draw_err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 {
+                    labels.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("2xx requests/s")
+            .draw()
+            .map_err(draw_err)?;
+        for (i, row) in table.rows.iter().enumerate() {
+            let x = i as f64;
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x - 0.35, 0.0), (x + 0.35, row.rps.mean)],
+                    color.filled(),
+                )))
+                .map_err(draw_err)?;
+            if row.rps.ci95.is_finite() {
+                chart
+                    .draw_series(std::iter::once(ErrorBar::new_vertical(
+                        x,
+                        row.rps.mean - row.rps.ci95,
+                        row.rps.mean,
+                        row.rps.mean + row.rps.ci95,
+                        BLACK.stroke_width(2),
+                        12,
+                    )))
+                    .map_err(draw_err)?;
+            }
+        }
+        root.present().map_err(draw_err)?;
+    }
+    Ok(svg.into_bytes())
+}

@@ -1,0 +1,64 @@
+//! The shootout's analysis: reads loadgen (and original-client) logs from a
+//! results directory and renders tables, charts and `summary.json`. A
+//! library the runner calls, and the `analysis` binary.
+
+pub mod export;
+pub mod input;
+pub mod merge;
+pub mod model;
+pub mod report;
+pub mod stats;
+
+use std::path::Path;
+
+use anyhow::Context;
+
+use export::Exporter;
+pub use input::Problem;
+pub use report::{Options, Report};
+
+/// Reads and analyses `dir`. Problems with single files are returned beside
+/// the report; the report is `None` when nothing could be analysed.
+pub fn analyse(dir: &Path, opts: &Options) -> (Option<Report>, Vec<Problem>) {
+    let (tables, mut problems) = match input::read_results(dir) {
+        Ok(r) => r,
+        Err(p) => return (None, vec![p]),
+    };
+    let report = report::build(&tables, opts, &mut problems);
+    if report.tables.is_empty() {
+        problems.push(Problem(format!(
+            "{}: no log could be analysed",
+            dir.display()
+        )));
+        return (None, problems);
+    }
+    (Some(report), problems)
+}
+
+/// Every output file of a report: (file name, bytes).
+pub fn render(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let mut files = vec![
+        (
+            "README.md".to_string(),
+            export::MarkdownExporter.serialize(report)?,
+        ),
+        (
+            "summary.json".to_string(),
+            export::JsonExporter.serialize(report)?,
+        ),
+    ];
+    files.extend(export::charts(report)?);
+    Ok(files)
+}
+
+/// Writes the rendered files into `dir`, each through a temporary file and a
+/// rename, so a failure never leaves a half-written file.
+pub fn write_outputs(dir: &Path, files: &[(String, Vec<u8>)]) -> anyhow::Result<()> {
+    for (name, bytes) in files {
+        let path = dir.join(name);
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}

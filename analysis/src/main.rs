@@ -1,0 +1,55 @@
+//! `analysis RESULTS_DIR`: tables, charts and summary.json from a shootout run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Analyse the logs of a shootout run and write README.md, summary.json and
+/// SVG charts into the same directory.
+#[derive(Debug, Parser)]
+#[command(name = "analysis", version)]
+struct Args {
+    /// Results directory: one sub-directory per table, one log per row (see the crate README).
+    results_dir: PathBuf,
+    /// Intervals dropped at the start of logs that do not mark their warm-up.
+    #[arg(long, default_value_t = 3)]
+    skip: usize,
+    /// Row name to compare every table against [default: table.toml's, else the first row].
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let opts = analysis::Options {
+        skip: args.skip,
+        baseline: args.baseline,
+    };
+    let (report, problems) = analysis::analyse(&args.results_dir, &opts);
+    for p in &problems {
+        eprintln!("analysis: {p}");
+    }
+    let Some(report) = report else {
+        return ExitCode::FAILURE;
+    };
+    let outcome = analysis::render(&report).and_then(|files| {
+        analysis::write_outputs(&args.results_dir, &files)?;
+        Ok(files.len())
+    });
+    match outcome {
+        Ok(n) => {
+            let rows: usize = report.tables.iter().map(|t| t.rows.len()).sum();
+            println!(
+                "analysis: {} tables, {rows} rows; wrote {n} files to {}",
+                report.tables.len(),
+                args.results_dir.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("analysis: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The numbers behind every table: built once, rendered by the exporters.
+
+use serde::Serialize;
+
+use crate::input::{Problem, TableInput};
+use crate::merge::{self, Repetition};
+use crate::model::RunLog;
+use crate::stats::{describe, welch, Describe, Welch};
+
+/// How to analyse.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Intervals dropped at the start of logs that do not mark their warm-up.
+    pub skip: usize,
+    /// Baseline row name for every table that has it.
+    pub baseline: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            skip: 3,
+            baseline: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub skip: usize,
+    pub tables: Vec<TableReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TableReport {
+    pub name: String,
+    pub title: String,
+    pub baseline: String,
+    pub rows: Vec<RowReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RowReport {
+    pub name: String,
+    pub label: String,
+    /// Interval requests per second, every repetition pooled.
+    pub rps: Describe,
+    pub repetitions: usize,
+    /// Mean RPS of each repetition.
+    pub repetition_means: Vec<f64>,
+    /// Most shards merged in one repetition.
+    pub shards: usize,
+    /// Mean RPS over the baseline row's.
+    pub ratio: f64,
+    /// Welch's t-test against the baseline row (none for the baseline).
+    pub welch: Option<Welch>,
+    pub latency_p50_us: Option<f64>,
+    pub latency_p99_us: Option<f64>,
+    pub non_2xx: Option<u64>,
+    pub errors: Option<u64>,
+    /// 2xx over all responses and errors, percent (loadgen logs only).
+    pub availability_pct: Option<f64>,
+    /// Interval RPS over time, one series per repetition (for the charts).
+    #[serde(skip)]
+    pub series: Vec<Vec<(f64, f64)>>,
+}
+
+/// Builds the report; problems with single files or rows are collected.
+pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>) -> Report {
+    let mut out = Vec::new();
+    for table in tables {
+        let mut rows = Vec::new();
+        for name in row_order(table) {
+            let logs: Vec<&RunLog> = table.logs.iter().filter(|l| l.row == name).collect();
+            let reps = merge::repetitions(&logs, opts.skip, problems);
+            if reps.is_empty() {
+                continue;
+            }
+            let label = table
+                .spec
+                .row
+                .iter()
+                .find(|r| r.name == name)
+                .and_then(|r| r.label.clone())
+                .unwrap_or_else(|| name.clone());
+            rows.push((name, label, reps));
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        let wanted = opts
+            .baseline
+            .clone()
+            .or_else(|| table.spec.baseline.clone());
+        let base_idx = match &wanted {
+            Some(b) => rows.iter().position(|(n, _, _)| n == b).unwrap_or_else(|| {
+                problems.push(Problem(format!(
+                    "{}: baseline {b:?} has no usable log; using {:?}",
+                    table.dir.display(),
+                    rows[0].0
+                )));
+                0
+            }),
+            None => 0,
+        };
+        let base_sample = sample(&rows[base_idx].2);
+        let base_mean = describe(&base_sample).map_or(f64::NAN, |d| d.mean);
+        let built = rows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (name, label, reps))| {
+                let s = sample(reps);
+                let rps = describe(&s)?;
+                Some(RowReport {
+                    name: name.clone(),
+                    label: label.clone(),
+                    rps,
+                    repetitions: reps.len(),
+                    repetition_means: reps
+                        .iter()
+                        .filter_map(|r| describe(&rps_of(r)).map(|d| d.mean))
+                        .collect(),
+                    shards: reps.iter().map(|r| r.shards).max().unwrap_or(1),
+                    ratio: rps.mean / base_mean,
+                    welch: if i == base_idx {
+                        None
+                    } else {
+                        welch(&s, &base_sample)
+                    },
+                    latency_p50_us: mean_of(
+                        reps.iter().flat_map(|r| r.latency.iter().map(|l| l.p50)),
+                    ),
+                    latency_p99_us: mean_of(
+                        reps.iter().flat_map(|r| r.latency.iter().map(|l| l.p99)),
+                    ),
+                    non_2xx: sum_opt(
+                        reps.iter()
+                            .flat_map(|r| r.intervals.iter().map(|i| i.non_ok)),
+                    ),
+                    errors: sum_opt(
+                        reps.iter()
+                            .flat_map(|r| r.intervals.iter().map(|i| i.errors)),
+                    ),
+                    availability_pct: availability(reps),
+                    series: reps.iter().map(series).collect(),
+                })
+            })
+            .collect();
+        out.push(TableReport {
+            name: table.name.clone(),
+            title: table
+                .spec
+                .title
+                .clone()
+                .unwrap_or_else(|| table.name.clone()),
+            baseline: rows[base_idx].0.clone(),
+            rows: built,
+        });
+    }
+    Report {
+        skip: opts.skip,
+        tables: out,
+    }
+}
+
+/// Rows named in `table.toml` first, in its order, then the others by name.
+fn row_order(table: &TableInput) -> Vec<String> {
+    let mut names: Vec<String> = table.spec.row.iter().map(|r| r.name.clone()).collect();
+    let mut rest: Vec<String> = table
+        .logs
+        .iter()
+        .map(|l| l.row.clone())
+        .filter(|r| !names.contains(r))
+        .collect();
+    rest.sort();
+    rest.dedup();
+    names.extend(rest);
+    names
+}
+
+fn rps_of(rep: &Repetition) -> Vec<f64> {
+    rep.intervals.iter().map(|i| i.rps()).collect()
+}
+
+fn sample(reps: &[Repetition]) -> Vec<f64> {
+    reps.iter().flat_map(rps_of).collect()
+}
+
+fn series(rep: &Repetition) -> Vec<(f64, f64)> {
+    let mut t = 0.0;
+    rep.intervals
+        .iter()
+        .map(|i| {
+            t += i.length_ms / 1000.0;
+            (t, i.rps())
+        })
+        .collect()
+}
+
+fn mean_of(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    let v: Vec<f64> = xs.collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn sum_opt(xs: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    xs.sum()
+}
+
+fn availability(reps: &[Repetition]) -> Option<f64> {
+    let mut ok = 0u64;
+    let mut bad = 0u64;
+    for i in reps.iter().flat_map(|r| &r.intervals) {
+        ok += i.count;
+        bad += i.non_ok? + i.errors?;
+    }
+    (ok + bad > 0).then(|| ok as f64 * 100.0 / (ok + bad) as f64)
+}

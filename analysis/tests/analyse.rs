@@ -1,0 +1,246 @@
+//! The analysis on checked-in fixture logs, against values worked out by hand.
+
+use std::path::{Path, PathBuf};
+
+use analysis::report::{Report, RowReport};
+use analysis::{analyse, Options};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn run_report() -> Report {
+    let (report, problems) = analyse(&fixture("run"), &Options::default());
+    assert!(problems.is_empty(), "{problems:?}");
+    report.expect("the fixture run is analysable")
+}
+
+fn row<'a>(report: &'a Report, table: &str, name: &str) -> &'a RowReport {
+    report
+        .tables
+        .iter()
+        .find(|t| t.name == table)
+        .and_then(|t| t.rows.iter().find(|r| r.name == name))
+        .unwrap_or_else(|| panic!("no row {table}/{name}"))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9 * b.abs().max(1.0)
+}
+
+/// base.log: a header, 3 warm-up lines, then 1000 ms intervals of 100, 200,
+/// 300, 400, 500 requests. Mean 300; sample sd sqrt(100000 / 4) = 158.11388...
+#[test]
+fn original_format_mean_and_sample_sd_by_hand() {
+    let r = run_report();
+    let base = row(&r, "original", "base");
+    assert_eq!(base.rps.n, 5);
+    assert!(close(base.rps.mean, 300.0), "{}", base.rps.mean);
+    assert!(
+        close(base.rps.sd, 158.113_883_008_418_97),
+        "{}",
+        base.rps.sd
+    );
+    assert_eq!(
+        (base.rps.median, base.rps.min, base.rps.max),
+        (300.0, 100.0, 500.0)
+    );
+    // 2000 ms intervals of 1200, 1400, 1000, 1600, 800: 600, 700, 500, 800, 400 /s.
+    let fast = row(&r, "original", "fast");
+    assert!(close(fast.rps.mean, 600.0) && close(fast.ratio, 2.0));
+    assert!(base.welch.is_none());
+    // Welch: t = 300 / sqrt(2 * 25000 / 5) = 3, df = 8 (scipy: p = 0.017071).
+    let w = fast.welch.unwrap();
+    assert!(close(w.t, 3.0) && close(w.df, 8.0), "{w:?}");
+    assert!((w.p - 0.017_071).abs() < 1e-5, "{w:?}");
+    // The original format has no error counts.
+    assert_eq!((base.errors, base.availability_pct), (None, None));
+    // table.toml sets the order, the labels and the baseline.
+    let t = &r.tables.iter().find(|t| t.name == "original").unwrap();
+    assert_eq!(t.title, "Original client format");
+    assert_eq!(t.baseline, "base");
+    let labels: Vec<_> = t.rows.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(labels, ["Faster (2 s intervals)", "Baseline"]);
+}
+
+/// ntex: repetition 1 has shards a and b (b starts 40 ms later and has an
+/// extra interval, dropped); merged by wall-clock slot: 110, 220, 330.
+/// Repetition 2: 150, 250, and 100 in 500 ms = 200. Pooled mean 210, sample
+/// sd sqrt(29800 / 5) = 77.2010...; repetition means 220 and 200.
+#[test]
+fn shards_merge_by_wall_clock_and_repetitions_pool() {
+    let r = run_report();
+    let ntex = row(&r, "loadgen", "ntex");
+    assert_eq!((ntex.rps.n, ntex.repetitions, ntex.shards), (6, 2, 2));
+    assert!(close(ntex.rps.mean, 210.0), "{}", ntex.rps.mean);
+    assert!(close(ntex.rps.sd, 77.201_036_262_475_13), "{}", ntex.rps.sd);
+    assert_eq!(ntex.repetition_means, [220.0, 200.0]);
+    assert_eq!((ntex.errors, ntex.non_2xx), (Some(1), Some(2)));
+    assert!(close(
+        ntex.availability_pct.unwrap(),
+        1160.0 * 100.0 / 1163.0
+    ));
+    assert!(close(ntex.latency_p50_us.unwrap(), 310.0 / 3.0));
+    assert!(close(ntex.latency_p99_us.unwrap(), 640.0 / 3.0));
+    // actix: 2 intervals marked warm-up, then 90, 110, 100, 100.
+    let actix = row(&r, "loadgen", "actix");
+    assert!(close(actix.rps.mean, 100.0) && close(actix.rps.sd, 8.164_965_809_277_26));
+    assert!(close(ntex.ratio, 2.1));
+    // A loadgen text log: the warm-up line is marked, the summary block read.
+    let text = row(&r, "loadgen", "ntex-text");
+    assert!(close(text.rps.mean, 25.0) && close(text.rps.sd, 50f64.sqrt()));
+    assert_eq!(
+        (text.latency_p50_us, text.latency_p99_us),
+        (Some(81.0), Some(115.0))
+    );
+    assert!(close(text.availability_pct.unwrap(), 5000.0 / 51.0));
+}
+
+#[test]
+fn skip_and_baseline_options_apply() {
+    let opts = Options {
+        skip: 5,
+        baseline: Some("fast".into()),
+    };
+    let (report, _) = analyse(&fixture("run"), &opts);
+    let report = report.unwrap();
+    let base = row(&report, "original", "base");
+    assert_eq!(base.rps.n, 3); // 300, 400, 500
+                               // fast keeps 1000, 1600, 800 per 2 s: 500, 800, 400 /s, mean 566.67.
+    assert!(close(base.ratio, 400.0 / (1700.0 / 3.0)), "{}", base.ratio);
+    // Logs that mark their warm-up ignore --skip.
+    assert_eq!(row(&report, "loadgen", "actix").rps.n, 4);
+}
+
+#[test]
+fn rendered_markdown_snapshot() {
+    let files = analysis::render(&run_report()).unwrap();
+    let readme = &files.iter().find(|(n, _)| n == "README.md").unwrap().1;
+    insta::assert_snapshot!(String::from_utf8(readme.clone()).unwrap());
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "README.md",
+            "summary.json",
+            "loadgen-rps-over-time.svg",
+            "loadgen-rps-ci.svg",
+            "original-rps-over-time.svg",
+            "original-rps-ci.svg"
+        ]
+    );
+    for (name, bytes) in &files {
+        if name.ends_with(".svg") {
+            let svg = String::from_utf8(bytes.clone()).unwrap();
+            assert!(
+                svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+                "{name}"
+            );
+        }
+    }
+    let summary: serde_json::Value = serde_json::from_slice(&files[1].1).unwrap();
+    assert_eq!(summary["tables"][0]["rows"][1]["rps"]["mean"], 210.0);
+}
+
+/// Wikipedia's first example for Welch's t-test (also scipy's
+/// `ttest_ind(a1, a2, equal_var=False)`): t = -2.4554, df = 24.9885, p = 0.021378.
+#[test]
+fn welch_matches_the_textbook_example() {
+    let a1 = [
+        27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7, 21.4,
+    ];
+    let a2 = [
+        27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5, 24.4,
+    ];
+    let w = analysis::stats::welch(&a1, &a2).unwrap();
+    assert!((w.t - -2.455_356_398).abs() < 1e-6, "{}", w.t);
+    assert!((w.df - 24.988_529_29).abs() < 1e-5, "{}", w.df);
+    assert!((w.p - 0.021_378_001).abs() < 1e-6, "{}", w.p);
+}
+
+#[test]
+fn bad_files_are_reported_and_the_rest_analysed() {
+    let dir = fixture("bad");
+    let (report, problems) = analyse(&dir, &Options::default());
+    let report = report.expect("good.log and the readable parts still analyse");
+    let messages: Vec<String> = problems
+        .iter()
+        .map(|p| p.0.replace(&format!("{}/", dir.display()), ""))
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "empty.log: no interval records",
+            "garbage.log:2: not a record: this is not a record",
+            "garbage.log:3: not a record: nor is this",
+            "garbage.log: no interval records",
+            "mixed.log:7: not a record: stray text in the middle",
+            "truncated.jsonl:5: truncated record ignored",
+            "short.log: 2 intervals, all inside the warm-up (--skip 3)",
+        ]
+    );
+    let names: Vec<&str> = report.tables[0]
+        .rows
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(names, ["good", "mixed", "truncated"]);
+    assert!(close(row(&report, "bad", "mixed").rps.mean, 50.0));
+    assert!(close(row(&report, "bad", "truncated").rps.mean, 8.0));
+}
+
+#[test]
+fn nothing_analysable_is_an_error_and_the_cli_exits_non_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("empty.log"), "").unwrap();
+    let (report, problems) = analyse(dir.path(), &Options::default());
+    assert!(report.is_none());
+    assert!(problems
+        .iter()
+        .any(|p| p.0.ends_with("no log could be analysed")));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_analysis"))
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!dir.path().join("README.md").exists());
+    let missing = std::process::Command::new(env!("CARGO_BIN_EXE_analysis"))
+        .arg(dir.path().join("nope"))
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    let err = String::from_utf8(missing.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn the_cli_writes_readme_summary_and_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    for table in ["original", "loadgen"] {
+        let to = dir.path().join(table);
+        std::fs::create_dir(&to).unwrap();
+        for entry in std::fs::read_dir(fixture("run").join(table)).unwrap() {
+            let p = entry.unwrap().path();
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_analysis"))
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in [
+        "README.md",
+        "summary.json",
+        "original-rps-ci.svg",
+        "loadgen-rps-over-time.svg",
+    ] {
+        assert!(dir.path().join(f).is_file(), "{f}");
+    }
+}
