@@ -73,13 +73,15 @@ CONF
   exit 1
 }
 
-# measure TOOL THREADS CONNS CPU -> "rps requests cpu_s rss_kb"
+# measure TOOL THREADS CONNS CPU [EXTRA] -> "rps requests cpu_s rss_kb"
+# EXTRA: loadgen flags (e.g. --sched normal), or a wrapper for wrk (e.g. chrt -b 0).
 measure() {
-  local tool=$1 t=$2 c=$3 cpu=$4 pin=() out="$prefix/out" tm="$prefix/time"
+  local tool=$1 t=$2 c=$3 cpu=$4 extra=() pin=() out="$prefix/out" tm="$prefix/time"
+  [ -n "${5:-}" ] && read -r -a extra <<<"$5"
   [ -n "$cpu" ] && pin=(taskset -c "$cpu")
   case $tool in
     loadgen)
-      /usr/bin/time -f "%U %S %M" -o "$tm" "${pin[@]}" "$loadgen" -t "$t" -c "$c" -d "${secs}s" --format jsonl "$url" > "$out"
+      /usr/bin/time -f "%U %S %M" -o "$tm" "${pin[@]}" "$loadgen" "${extra[@]}" -t "$t" -c "$c" -d "${secs}s" --format jsonl "$url" > "$out"
       python3 - "$out" "$tm" <<'PY'
 import json, sys
 s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
@@ -88,7 +90,7 @@ print(f"{s['rps']:.0f} {s['requests']} {float(u)+float(sy):.2f} {rss}")
 PY
       ;;
     wrk)
-      /usr/bin/time -f "%U %S %M" -o "$tm" "${pin[@]}" wrk -t "$t" -c "$c" -d "${secs}s" "$url" > "$out"
+      /usr/bin/time -f "%U %S %M" -o "$tm" "${pin[@]}" "${extra[@]}" wrk -t "$t" -c "$c" -d "${secs}s" "$url" > "$out"
       python3 - "$out" "$tm" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
@@ -116,21 +118,25 @@ echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f
 echo "nginx: $("$nginx_bin" -v 2>&1 | cut -d/ -f2), wrk: $(wrk --version 2>&1 | head -1 | cut -d' ' -f2), loadgen: $(git rev-parse --short HEAD 2>/dev/null || echo '?'), ${secs}s per run, $pairs pairs"
 echo
 
-# name | nginx workers | nginx cpu | client threads | connections | client cpu
+# name | nginx workers | nginx cpu | client threads | connections | client cpu | loadgen flags | wrk wrapper
+# The first three are the set-ups of the targets (loadgen with its defaults,
+# wrk as it ships); the last two compare like with like on scheduling policy.
 setups=(
-  "t1-c64-unpinned|1||1|64|"
-  "t2-c256-unpinned|2||2|256|"
-  "t1-c64-shared-cpu0|1|0|1|64|0"
+  "t1-c64-unpinned|1||1|64|||"
+  "t2-c256-unpinned|2||2|256|||"
+  "t1-c64-shared-cpu0|1|0|1|64|0||"
+  "t1-c64-shared-cpu0, both SCHED_OTHER|1|0|1|64|0|--sched normal|"
+  "t1-c64-shared-cpu0, both SCHED_BATCH|1|0|1|64|0||chrt -b 0"
 )
 for setup in "${setups[@]}"; do
-  IFS='|' read -r name workers ncpu t c ccpu <<<"$setup"
+  IFS='|' read -r name workers ncpu t c ccpu lflags wwrap <<<"$setup"
   start_nginx "$workers" "$ncpu"
-  echo "== $name (nginx workers=$workers${ncpu:+ pinned cpu$ncpu}, client -t$t -c$c${ccpu:+ pinned cpu$ccpu})"
+  echo "== $name (nginx workers=$workers${ncpu:+ pinned cpu$ncpu}, client -t$t -c$c${ccpu:+ pinned cpu$ccpu}${lflags:+, loadgen $lflags}${wwrap:+, wrk under $wwrap})"
   printf '%-5s %12s %12s %8s %14s %14s %8s\n' pair loadgen_rps wrk_rps ratio loadgen_cpu/M wrk_cpu/M ratio
   rps_ratios=(); cpu_ratios=()
   for i in $(seq "$pairs"); do
-    read -r lr lreq lcpu _ < <(measure loadgen "$t" "$c" "$ccpu")
-    read -r wr wreq wcpu _ < <(measure wrk "$t" "$c" "$ccpu")
+    read -r lr lreq lcpu _ < <(measure loadgen "$t" "$c" "$ccpu" "$lflags")
+    read -r wr wreq wcpu _ < <(measure wrk "$t" "$c" "$ccpu" "$wwrap")
     line=$(python3 -c "
 lr,lreq,lcpu,wr,wreq,wcpu=map(float,'$lr $lreq $lcpu $wr $wreq $wcpu'.split())
 lm=lcpu/lreq*1e6; wm=wcpu/wreq*1e6
@@ -142,7 +148,7 @@ print(f'{lr:12.0f} {wr:12.0f} {lr/wr:8.3f} {lm:14.3f} {wm:14.3f} {lm/wm:8.3f}')"
 import statistics as s
 r=[float(x) for x in '${rps_ratios[*]}'.split()]; c=[float(x) for x in '${cpu_ratios[*]}'.split()]
 print(f'median  rps ratio loadgen/wrk {s.median(r):.3f}   cpu-per-request ratio loadgen/wrk {s.median(c):.3f}')"
-  if [ -n "$oha_bin" ]; then
+  if [ -n "$oha_bin" ] && [ -z "$lflags$wwrap" ]; then
     read -r orps oreq ocpu _ < <(measure oha "$t" "$c" "$ccpu")
     python3 -c "print(f'oha (one run, all cores, -c $c): {float($orps):.0f} rps, {float($ocpu)/float($oreq)*1e6:.3f} CPU s per million requests')"
   fi

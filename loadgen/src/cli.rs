@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Parser, ValueEnum};
 
-use crate::config::{Config, Model};
+use crate::config::{Config, Model, Sched};
 use crate::request::{RequestSpec, Target};
 use crate::UsageError;
 
@@ -92,6 +92,12 @@ pub struct Args {
     /// Name that tags every record, to merge loadgen processes later.
     #[arg(long, value_name = "NAME")]
     pub shard: Option<String>,
+
+    /// Scheduling policy of the worker threads: `batch` keeps loadgen from
+    /// preempting a server that shares its CPU (see README); `normal` runs
+    /// as wrk does.
+    #[arg(long, value_enum, default_value_t = Sched::Batch)]
+    pub sched: Sched,
 
     /// Exit 1 if errors and non-2xx exceed this fraction of requests (0..=1).
     #[arg(long, value_name = "FRACTION", value_parser = fraction)]
@@ -181,6 +187,7 @@ impl Args {
             timeout: self.timeout,
             head_only,
             shard: self.shard,
+            sched: self.sched,
         })
     }
 }

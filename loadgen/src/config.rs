@@ -15,6 +15,17 @@ pub enum Model {
     Open { rate: f64 },
 }
 
+/// Scheduling policy of the worker threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sched {
+    /// SCHED_BATCH: a worker's wake-ups do not preempt the server, so a
+    /// server sharing a CPU with loadgen answers whole batches of requests
+    /// per turn instead of being interrupted for each response.
+    Batch,
+    /// The default policy (SCHED_OTHER), as wrk and oha run.
+    Normal,
+}
+
 /// Everything a run needs.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -36,6 +47,7 @@ pub struct Config {
     pub head_only: bool,
     /// Tag for every record.
     pub shard: Option<String>,
+    pub sched: Sched,
 }
 
 impl Config {
@@ -53,6 +65,7 @@ impl Config {
             timeout: Duration::from_secs(10),
             head_only: false,
             shard: None,
+            sched: Sched::Batch,
         }
     }
 

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub use config::{Config, Model};
+pub use config::{Config, Model, Sched};
 pub use record::{IntervalRecord, Record, SummaryRecord};
 pub use run::{run, RunError, Sink};
 

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::config::{Config, Model};
+use crate::config::{Config, Model, Sched};
 use crate::response::ResponseParser;
 use crate::stats::{ErrorKind, Stats};
 
@@ -110,9 +110,31 @@ struct Worker {
     stopping: bool,
 }
 
+/// Puts the calling thread under SCHED_BATCH.
+///
+/// Measured with nginx `return 200` and loadgen -c64 sharing one CPU of the
+/// 2-core dev machine (2 A/B pairs of 3 s): 300k against 270k requests/s and
+/// 1.31 against 1.61 client CPU us per request; wrk under `chrt --batch`
+/// gains 4% the same way. The policy only changes who preempts whom on a
+/// wake-up; it never starves the thread.
+fn set_batch_policy() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler(0, ..) changes only the calling thread, with
+    // a valid parameter block.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Runs a worker until the deadline, its budget, or the stop flag.
 pub fn run(spec: WorkerSpec) -> io::Result<()> {
     let config = Arc::clone(&spec.config);
+    if config.sched == Sched::Batch {
+        set_batch_policy()?;
+    }
     let (batch_len, period) = match config.model {
         Model::Closed { pipeline } => (pipeline, Duration::ZERO),
         Model::Open { rate } => (1, Duration::from_secs_f64(config.connections as f64 / rate)),
@@ -201,7 +223,7 @@ impl Worker {
                     self.on_writable(i);
                 }
                 if event.is_readable() || event.is_read_closed() || event.is_error() {
-                    self.on_readable(i);
+                    self.on_readable(i, event.is_read_closed() || event.is_error());
                 }
             }
             self.flush_ready();
@@ -453,7 +475,11 @@ impl Worker {
         }
     }
 
-    fn on_readable(&mut self, i: usize) {
+    /// Reads what arrived. `closing`: the event also reported the peer's
+    /// FIN (or an error), which must be read too, so the short-read shortcut
+    /// does not apply (regression: a response cut short by a close was
+    /// otherwise left waiting for a timeout).
+    fn on_readable(&mut self, i: usize, closing: bool) {
         if self.conns[i].phase == Phase::Connecting {
             // A refused connect shows up as readable + error.
             if let Some(stream) = self.conns[i].stream.as_ref() {
@@ -489,7 +515,7 @@ impl Worker {
                     if !self.consume(i) {
                         return;
                     }
-                    if n < space {
+                    if n < space && !closing {
                         return;
                     }
                 }
