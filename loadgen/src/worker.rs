@@ -133,7 +133,11 @@ fn set_batch_policy() -> io::Result<()> {
 pub fn run(spec: WorkerSpec) -> io::Result<()> {
     let config = Arc::clone(&spec.config);
     if config.sched == Sched::Batch {
-        set_batch_policy()?;
+        if let Err(e) = set_batch_policy() {
+            eprintln!(
+                "loadgen: cannot use SCHED_BATCH ({e}); this worker runs under the default policy"
+            );
+        }
     }
     let (batch_len, period) = match config.model {
         Model::Closed { pipeline } => (pipeline, Duration::ZERO),
