@@ -1,0 +1,139 @@
+//! `shootout run FILE` / `shootout list FILE`. See the crate README.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "shootout",
+    version,
+    about = "Run a scenario matrix of the actix-web / ntex shootout end to end."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Build, verify, measure and analyse every scenario of FILE.
+    Run {
+        /// Scenario file (TOML), e.g. scenarios/quick.toml.
+        file: PathBuf,
+        /// Run only the scenario with this name.
+        #[arg(long, value_name = "NAME")]
+        only: Option<String>,
+        /// Measured duration of every scenario (e.g. 2s), overriding the file.
+        #[arg(long, value_parser = duration)]
+        duration: Option<Duration>,
+        /// Where run directories go.
+        #[arg(long, default_value = "results", value_name = "DIR")]
+        out: PathBuf,
+        /// Build profile: `dev` only checks the machinery quickly; its numbers mean nothing.
+        #[arg(long, value_enum, default_value_t = shootout::build::Profile::Release)]
+        build_profile: shootout::build::Profile,
+    },
+    /// List the scenarios of FILE with their settings.
+    List { file: PathBuf },
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    if d.is_zero() {
+        return Err("must be more than zero".into());
+    }
+    Ok(d)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Cmd::List { file } => match shootout::scenario::load(&file) {
+            Ok(f) => {
+                println!(
+                    "{} ({}): {} scenarios",
+                    f.title,
+                    f.path.display(),
+                    f.scenarios.len()
+                );
+                for s in &f.scenarios {
+                    println!(
+                        "  {:<28} {:<45} {:?}{} log={:?} {:?} c={} d={}{}",
+                        s.name,
+                        s.variant(),
+                        s.topology,
+                        s.proxy
+                            .as_ref()
+                            .map_or(String::new(), |p| format!("+nginx:{p}")),
+                        s.log,
+                        s.request,
+                        s.connections,
+                        humantime::format_duration(s.duration),
+                        if s.repetitions > 1 {
+                            format!(" x{}", s.repetitions)
+                        } else {
+                            String::new()
+                        },
+                    );
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("shootout: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Cmd::Run {
+            file,
+            only,
+            duration,
+            out,
+            build_profile,
+        } => {
+            let file = match shootout::scenario::load(&file) {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("shootout: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let stop = Arc::new(AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+            }
+            let opts = shootout::RunOptions {
+                only,
+                duration,
+                out,
+                profile: build_profile,
+            };
+            match shootout::run_file(&file, &opts, &stop) {
+                Ok(outcome) => {
+                    println!("results: {}", outcome.dir.display());
+                    if outcome.interrupted {
+                        eprintln!("shootout: interrupted; everything started was stopped");
+                        ExitCode::from(130)
+                    } else if outcome.failed() > 0 {
+                        eprintln!(
+                            "shootout: {} of {} scenario runs failed",
+                            outcome.failed(),
+                            outcome.rows.len()
+                        );
+                        ExitCode::FAILURE
+                    } else {
+                        ExitCode::SUCCESS
+                    }
+                }
+                Err(e) => {
+                    eprintln!("shootout: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! `meta.json`: what the run ran on, rewritten after every scenario.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::run::RowRecord;
+use crate::scenario::ScenarioFile;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Meta {
+    pub date: String,
+    pub git_sha: Option<String>,
+    pub scenario_file: String,
+    pub rustc: Option<String>,
+    pub crate_versions: Vec<(String, String)>,
+    pub nginx: Option<String>,
+    pub cpu_model: Option<String>,
+    pub cores: usize,
+    pub kernel: Option<String>,
+    pub interrupted: bool,
+    pub rows: Vec<RowRecord>,
+}
+
+fn output(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// UTC time as `2026-11-22T04-10-00Z` (safe in a directory name).
+pub fn timestamp() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace(':', "-")
+}
+
+/// Versions of the packages that matter, from Cargo.lock.
+fn crate_versions(root: &Path) -> Vec<(String, String)> {
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap_or_default();
+    let wanted = [
+        "actix-web",
+        "ntex",
+        "tokio",
+        "snmalloc-rs",
+        "memmap2",
+        "mio",
+        "hdrhistogram",
+    ];
+    let mut out = Vec::new();
+    let mut name = None;
+    for line in lock.lines() {
+        if let Some(n) = line.strip_prefix("name = ") {
+            name = Some(n.trim_matches('"').to_string());
+        } else if let (Some(v), Some(n)) = (line.strip_prefix("version = "), name.take()) {
+            if wanted.contains(&n.as_str()) {
+                out.push((n, v.trim_matches('"').to_string()));
+            }
+        }
+    }
+    out
+}
+
+impl Meta {
+    pub fn collect(root: &Path, file: &ScenarioFile) -> Meta {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        Meta {
+            date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            git_sha: output(
+                "git",
+                &["-C", &root.display().to_string(), "rev-parse", "HEAD"],
+            ),
+            scenario_file: file.path.display().to_string(),
+            rustc: output("rustc", &["-V"]),
+            crate_versions: crate_versions(root),
+            nginx: crate::nginx::version(),
+            cpu_model: cpuinfo
+                .lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            kernel: output("uname", &["-r"]),
+            interrupted: false,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Writes `meta.json` through a temporary file and a rename.
+    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
+        let tmp = dir.join(".meta.json.tmp");
+        let path = dir.join("meta.json");
+        let mut bytes = serde_json::to_vec_pretty(self)?;
+        bytes.push(b'\n');
+        std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+    }
+}

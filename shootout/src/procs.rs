@@ -1,0 +1,140 @@
+//! Child processes the runner owns: each in its own process group, stopped
+//! with SIGTERM then SIGKILL after a grace period, and never left behind
+//! (the guard's `Drop` stops whatever is still running, also on a panic).
+
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+/// A running child, stopped on drop.
+pub struct Proc {
+    pub name: String,
+    child: Child,
+    status: Option<ExitStatus>,
+}
+
+impl Proc {
+    /// Spawns `cmd` in a new process group.
+    pub fn spawn(name: &str, cmd: &mut Command) -> anyhow::Result<Proc> {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+        let child = cmd.spawn().with_context(|| format!("starting {name}"))?;
+        Ok(Proc {
+            name: name.into(),
+            child,
+            status: None,
+        })
+    }
+
+    /// The child's piped stderr, once.
+    pub fn take_stderr(&mut self) -> Option<std::process::ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The exit status, if it has exited.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().ok().flatten();
+        }
+        self.status
+    }
+
+    /// Sends `sig` to the whole process group.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on the process group this runner created.
+        unsafe {
+            libc::kill(-self.pid(), sig);
+        }
+    }
+
+    /// SIGTERM to the group, SIGKILL after `grace`; returns the exit status.
+    pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
+        if let Some(s) = self.try_wait() {
+            return Some(s);
+        }
+        self.signal(libc::SIGTERM);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Some(s) = self.try_wait() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.signal(libc::SIGKILL);
+        let s = self.child.wait().ok();
+        self.status = s;
+        s
+    }
+
+    /// Waits for the child to exit on its own.
+    pub fn wait(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            self.status = self.child.wait().ok();
+        }
+        self.status
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(2));
+    }
+}
+
+/// CPU seconds (user + system) and peak RSS of a process group, from /proc.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Usage {
+    pub cpu_seconds: f64,
+    /// Sum over the group's processes of each one's peak RSS.
+    pub peak_rss_bytes: u64,
+    pub processes: usize,
+}
+
+/// Reads the usage of every process in group `pgid` (nginx's master and
+/// workers; a server is a group of one); `None` once none is left.
+pub fn usage(pgid: i32) -> Option<Usage> {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let mut total = Usage::default();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command name (which may hold spaces) start after ')'.
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
+        if fields.get(2).and_then(|g| g.parse::<i32>().ok()) != Some(pgid) {
+            continue;
+        }
+        let ticks: f64 = [11, 12]
+            .iter()
+            .filter_map(|&i| fields.get(i)?.parse::<f64>().ok())
+            .sum();
+        let hwm_kb = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+        total.cpu_seconds += ticks / hz;
+        total.peak_rss_bytes += hwm_kb * 1024;
+        total.processes += 1;
+    }
+    (total.processes > 0).then_some(total)
+}

@@ -1,0 +1,395 @@
+//! Scenario files: one TOML file per table, one `[[scenario]]` per row.
+//! Every error names the file and the line.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// Server features both crates define.
+pub const FEATURES: [&str; 8] = [
+    "global-counter",
+    "keepalive-os",
+    "log-stdout",
+    "log-file",
+    "snmalloc",
+    "mmap-backend",
+    "no-alloc",
+    "binary-payload",
+];
+
+/// A scenario file problem: `file:line: message`.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct ScenarioError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Server {
+    Actix,
+    Ntex,
+}
+
+impl Server {
+    pub fn package(self) -> &'static str {
+        match self {
+            Server::Actix => "shootout-actix",
+            Server::Ntex => "shootout-ntex",
+        }
+    }
+    pub fn binary(self) -> &'static str {
+        match self {
+            Server::Actix => "actix-server",
+            Server::Ntex => "ntex-server",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Topology {
+    /// Server and loadgen on 127.0.0.1.
+    Loopback,
+    /// Server and loadgen in two network namespaces of the runner's own,
+    /// joined by a veth pair.
+    Netns,
+}
+
+/// Where the server's stdout (its log, with `log-stdout`) goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogSink {
+    /// Discarded (`/dev/null`).
+    None,
+    /// A pseudo-terminal the runner drains, as a terminal emulator would.
+    Terminal,
+    /// A pipe into a reader that writes a file.
+    Pipe,
+    /// A plain file redirect.
+    File,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Request {
+    Get,
+    Post,
+    /// POST with the binary body (u16 500 little-endian).
+    Binary,
+}
+
+/// One `[[scenario]]` table, or `[defaults]` (which may not name a row).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub name: Option<Spanned<String>>,
+    pub label: Option<String>,
+    pub server: Option<Spanned<String>>,
+    pub features: Option<Spanned<Vec<Spanned<String>>>>,
+    pub workers: Option<usize>,
+    pub backlog: Option<u32>,
+    pub topology: Option<Topology>,
+    pub proxy: Option<String>,
+    pub nginx_workers: Option<usize>,
+    pub log: Option<LogSink>,
+    pub log_level: Option<String>,
+    pub request: Option<Request>,
+    pub connections: Option<u32>,
+    pub threads: Option<u32>,
+    pub duration: Option<Spanned<String>>,
+    pub warmup: Option<Spanned<String>>,
+    pub interval: Option<Spanned<String>>,
+    pub rate: Option<f64>,
+    pub server_cpus: Option<String>,
+    pub loadgen_cpus: Option<String>,
+    pub repetitions: Option<u32>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    title: Option<String>,
+    baseline: Option<String>,
+    #[serde(default)]
+    defaults: Settings,
+    #[serde(default)]
+    scenario: Vec<Settings>,
+}
+
+/// One row, with every default applied.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub label: String,
+    pub server: Server,
+    pub features: Vec<String>,
+    pub workers: Option<usize>,
+    pub backlog: u32,
+    pub topology: Topology,
+    /// nginx config name under `nginx/` (e.g. `proxy`), or none.
+    pub proxy: Option<String>,
+    pub nginx_workers: usize,
+    pub log: LogSink,
+    pub log_level: String,
+    pub request: Request,
+    pub connections: u32,
+    pub threads: u32,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub interval: Duration,
+    pub rate: Option<f64>,
+    pub server_cpus: Option<String>,
+    pub loadgen_cpus: Option<String>,
+    pub repetitions: u32,
+}
+
+/// A parsed scenario file.
+#[derive(Debug, Clone)]
+pub struct ScenarioFile {
+    pub path: PathBuf,
+    /// File stem: the table's name.
+    pub name: String,
+    pub title: String,
+    pub baseline: Option<String>,
+    pub scenarios: Vec<Scenario>,
+}
+
+impl Scenario {
+    /// `actix-server+global-counter+keepalive-os`: one build per distinct value.
+    pub fn variant(&self) -> String {
+        let mut v = self.server.binary().to_string();
+        for f in &self.features {
+            v.push('+');
+            v.push_str(f);
+        }
+        v
+    }
+}
+
+/// Reads and checks a scenario file.
+pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: path.to_owned(),
+        line: 0,
+        message: format!("cannot read: {e}"),
+    })?;
+    parse(path, &text)
+}
+
+/// Parses scenario text (`path` is used in messages and for the table name).
+pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
+    let err = |offset: usize, message: String| ScenarioError {
+        file: path.to_owned(),
+        line: line_of(text, offset),
+        message,
+    };
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        err(offset, e.message().to_string())
+    })?;
+    if raw.scenario.is_empty() {
+        return Err(err(0, "no [[scenario]]".into()));
+    }
+    let d = &raw.defaults;
+    if let Some(n) = &d.name {
+        return Err(err(
+            n.span().start,
+            "[defaults] cannot set a scenario's name".into(),
+        ));
+    }
+    if let Some(n) = &d.server {
+        return Err(err(
+            n.span().start,
+            "[defaults] cannot set the server: each scenario names its own".into(),
+        ));
+    }
+    let mut scenarios = Vec::new();
+    for (index, o) in raw.scenario.iter().enumerate() {
+        let Some(name_sp) = &o.name else {
+            return Err(err(0, format!("scenario {} has no name", index + 1)));
+        };
+        let name = name_sp.get_ref().clone();
+        let at = name_sp.span().start;
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(err(
+                at,
+                format!("scenario name {name:?}: use letters, digits, - and _"),
+            ));
+        }
+        if scenarios.iter().any(|x: &Scenario| x.name == name) {
+            return Err(err(at, format!("scenario name {name:?} is used twice")));
+        }
+        let Some(server_sp) = &o.server else {
+            return Err(err(at, format!("scenario {name:?} has no server")));
+        };
+        let server = match server_sp.get_ref().as_str() {
+            "actix" => Server::Actix,
+            "ntex" => Server::Ntex,
+            other => {
+                return Err(err(
+                    server_sp.span().start,
+                    format!("unknown server {other:?}: use \"actix\" or \"ntex\""),
+                ))
+            }
+        };
+        let empty = Spanned::new(0..0, Vec::new());
+        let feature_list = o
+            .features
+            .as_ref()
+            .or(d.features.as_ref())
+            .unwrap_or(&empty);
+        let mut features = Vec::new();
+        for f in feature_list.get_ref() {
+            if !FEATURES.contains(&f.get_ref().as_str()) {
+                return Err(err(
+                    f.span().start,
+                    format!(
+                        "unknown feature {:?}: one of {}",
+                        f.get_ref(),
+                        FEATURES.join(", ")
+                    ),
+                ));
+            }
+            features.push(f.get_ref().clone());
+        }
+        if features.iter().any(|f| f == "log-stdout") && features.iter().any(|f| f == "log-file") {
+            return Err(err(
+                feature_list.span().start,
+                "features log-stdout and log-file cannot go together".into(),
+            ));
+        }
+        // Keep the order of FEATURES, so equal sets make equal variants.
+        features.sort_by_key(|f| FEATURES.iter().position(|k| k == f));
+        features.dedup();
+        let pick_dur = |own: &Option<Spanned<String>>,
+                        def: &Option<Spanned<String>>,
+                        fallback: &str,
+                        zero_ok: bool| {
+            match own.as_ref().or(def.as_ref()) {
+                None => Ok(humantime::parse_duration(fallback).expect("valid default")),
+                Some(sp) => {
+                    let d = humantime::parse_duration(sp.get_ref()).map_err(|e| {
+                        err(
+                            sp.span().start,
+                            format!("bad duration {:?}: {e}", sp.get_ref()),
+                        )
+                    })?;
+                    if d.is_zero() && !zero_ok {
+                        return Err(err(
+                            sp.span().start,
+                            "duration must be more than zero".into(),
+                        ));
+                    }
+                    Ok(d)
+                }
+            }
+        };
+        let request = o.request.or(d.request).unwrap_or(Request::Post);
+        if request == Request::Binary && !features.iter().any(|f| f == "binary-payload") {
+            return Err(err(
+                at,
+                "request = \"binary\" needs the binary-payload feature".into(),
+            ));
+        }
+        let proxy = o
+            .proxy
+            .clone()
+            .or_else(|| d.proxy.clone())
+            .filter(|p| p != "none");
+        scenarios.push(Scenario {
+            label: o.label.clone().unwrap_or_else(|| name.clone()),
+            name,
+            server,
+            features,
+            workers: o.workers.or(d.workers),
+            backlog: o.backlog.or(d.backlog).unwrap_or(1024),
+            topology: o.topology.or(d.topology).unwrap_or(Topology::Loopback),
+            proxy,
+            nginx_workers: o.nginx_workers.or(d.nginx_workers).unwrap_or(1),
+            log: o.log.or(d.log).unwrap_or(LogSink::None),
+            log_level: o
+                .log_level
+                .clone()
+                .or_else(|| d.log_level.clone())
+                .unwrap_or_else(|| "info".into()),
+            request,
+            connections: o.connections.or(d.connections).unwrap_or(64),
+            threads: o.threads.or(d.threads).unwrap_or(1),
+            duration: pick_dur(&o.duration, &d.duration, "10s", false)?,
+            warmup: pick_dur(&o.warmup, &d.warmup, "3s", true)?,
+            interval: pick_dur(&o.interval, &d.interval, "1s", false)?,
+            rate: o.rate.or(d.rate),
+            server_cpus: o.server_cpus.clone().or_else(|| d.server_cpus.clone()),
+            loadgen_cpus: o.loadgen_cpus.clone().or_else(|| d.loadgen_cpus.clone()),
+            repetitions: o.repetitions.or(d.repetitions).unwrap_or(1).max(1),
+        });
+    }
+    if let Some(b) = &raw.baseline {
+        if !scenarios.iter().any(|s| &s.name == b) {
+            return Err(err(0, format!("baseline {b:?} is not a scenario name")));
+        }
+    }
+    let name = path
+        .file_stem()
+        .map_or("scenarios".into(), |s| s.to_string_lossy().into_owned());
+    Ok(ScenarioFile {
+        path: path.to_owned(),
+        title: raw.title.unwrap_or_else(|| name.clone()),
+        name,
+        baseline: raw.baseline,
+        scenarios,
+    })
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(text: &str) -> Result<ScenarioFile, String> {
+        parse(Path::new("t.toml"), text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_apply_and_features_are_ordered() {
+        let f = parse_str(
+            "[defaults]\nduration = \"2s\"\nrequest = \"get\"\n\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nfeatures = [\"no-alloc\", \"global-counter\"]\n",
+        )
+        .unwrap();
+        let s = &f.scenarios[0];
+        assert_eq!(s.duration, Duration::from_secs(2));
+        assert_eq!(s.request, Request::Get);
+        assert_eq!(s.variant(), "ntex-server+global-counter+no-alloc");
+        assert_eq!(
+            (s.topology, s.log, s.repetitions),
+            (Topology::Loopback, LogSink::None, 1)
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_and_line() {
+        let cases = [
+            ("[[scenario]]\nname = \"a\"\nserver = \"rocket\"\n", "t.toml:3: unknown server \"rocket\""),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nfeatures = [\n  \"turbo\"]\n", "t.toml:5: unknown feature \"turbo\""),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nduration = \"ten\"\n", "t.toml:4: bad duration \"ten\""),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\ncolour = 1\n", "t.toml:4: unknown field `colour`"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:5: scenario name \"a\" is used twice"),
+        ];
+        for (text, want) in cases {
+            let got = parse_str(text).unwrap_err();
+            assert!(got.starts_with(want), "{got:?} should start with {want:?}");
+        }
+    }
+}
