@@ -174,13 +174,14 @@ fn write_table_toml(table_dir: &Path, file: &ScenarioFile, run: &[Scenario]) -> 
 }
 
 fn print_row(r: &RowRecord, reps: u32) {
+    use std::io::Write;
     let rep = if reps > 1 {
         format!(" #{}", r.repetition)
     } else {
         String::new()
     };
-    match &r.error {
-        None => println!(
+    let line = match &r.error {
+        None => format!(
             "{}{rep}: {} 2xx/s, server CPU {:.2} s, peak RSS {} MiB{}",
             r.scenario,
             r.rps.map_or("?".into(), |v| format!("{v:.0}")),
@@ -191,8 +192,10 @@ fn print_row(r: &RowRecord, reps: u32) {
                 c.acknowledged
             )),
         ),
-        Some(e) => println!("{}{rep}: FAILED: {e}", r.scenario),
-    }
+        Some(e) => format!("{}{rep}: FAILED: {e}", r.scenario),
+    };
+    // A closed stdout must not stop the run: its results go to files.
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
 
 /// Renders README.md, summary.json and charts for the run directory.

@@ -1,5 +1,6 @@
 //! `shootout run FILE` / `shootout list FILE`. See the crate README.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -114,7 +115,11 @@ fn main() -> ExitCode {
             };
             match shootout::run_file(&file, &opts, &stop) {
                 Ok(outcome) => {
-                    println!("results: {}", outcome.dir.display());
+                    let _ = writeln!(
+                        std::io::stdout().lock(),
+                        "results: {}",
+                        outcome.dir.display()
+                    );
                     if outcome.interrupted {
                         eprintln!("shootout: interrupted; everything started was stopped");
                         ExitCode::from(130)

@@ -1,0 +1,283 @@
+//! The runner end to end, with dev builds (fast; the numbers mean nothing):
+//! the quick matrix, the counter cross-check, cleanup after a failure and
+//! after SIGINT, and scenario-file errors. Needs root for the netns row.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Runs share the build directory and the machine: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn shootout(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_shootout"));
+    cmd.args(args).current_dir(root()).stdin(Stdio::null());
+    cmd
+}
+
+/// Processes this runner started (servers from target/shootout, nginx with
+/// a prefix under `out`, loadgen with --shard) that are still alive.
+fn leftovers(out: &Path) -> Vec<String> {
+    let out = out.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_none()
+        {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmd.contains("target/shootout/")
+            || cmd.contains(&out)
+            || (cmd.contains("loadgen") && cmd.contains("--shard"))
+        {
+            found.push(cmd);
+        }
+    }
+    found
+}
+
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with(&format!("shootout-{pid}-")))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn meta(out: &Path) -> serde_json::Value {
+    let run = std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .next()
+        .expect("a run directory")
+        .path();
+    serde_json::from_slice(&std::fs::read(run.join("meta.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn quick_matrix_end_to_end_with_counter_check() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let child = shootout(&[
+        "run",
+        "scenarios/quick.toml",
+        "--duration",
+        "2s",
+        "--build-profile",
+        "dev",
+        "--out",
+    ])
+    .arg(out.path())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let result = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stdout}\n{stderr}");
+    for row in ["actix", "ntex", "ntex-nginx", "ntex-netns"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("{row}: ")) && l.contains("counter ok")),
+            "{row}: {stdout}"
+        );
+    }
+    let m = meta(out.path());
+    let rows = m["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for r in rows {
+        assert!(r["error"].is_null(), "{r}");
+        assert_eq!(r["server_exit"], 0, "{r}");
+        assert_eq!(r["loadgen_exit"], 0, "{r}");
+        assert_eq!(r["counter"]["ok"], true, "{r}");
+        assert!(r["counter"]["acknowledged"].as_u64().unwrap() > 0);
+        assert!(r["server"]["cpu_seconds"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["verified"]["date_header"].as_bool().unwrap());
+    }
+    assert_eq!(
+        rows[2]["verified"]["server_header"]
+            .as_str()
+            .map(|s| s.starts_with("nginx/")),
+        Some(true)
+    );
+    assert_eq!(rows[2]["nginx_exit"], 0);
+    for key in ["git_sha", "rustc", "nginx", "kernel", "cpu_model"] {
+        assert!(m[key].is_string(), "meta.json lacks {key}: {m}");
+    }
+    let run = std::fs::read_dir(out.path())
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    for f in [
+        "README.md",
+        "summary.json",
+        "quick-rps-ci.svg",
+        "quick/ntex-netns.jsonl",
+        "quick/table.toml",
+    ] {
+        assert!(run.join(f).is_file(), "{f} missing");
+    }
+    assert!(!run.join("tmp").exists(), "temp dirs removed");
+    assert!(
+        leftovers(out.path()).is_empty(),
+        "{:?}",
+        leftovers(out.path())
+    );
+    assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
+}
+
+#[test]
+fn a_failing_scenario_is_reported_the_others_run_and_nothing_is_left() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("broken.toml");
+    std::fs::write(
+        &file,
+        "[defaults]\nduration = \"1s\"\nwarmup = \"0s\"\nconnections = 4\nworkers = 1\n\n\
+         [[scenario]]\nname = \"no-such-proxy\"\nserver = \"ntex\"\nproxy = \"missing-config\"\ntopology = \"netns\"\n\n\
+         [[scenario]]\nname = \"fine\"\nserver = \"ntex\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let child = shootout(&["run", "--build-profile", "dev", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let result = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert_eq!(result.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("no-such-proxy: FAILED: nginx config \"missing-config\""),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("fine: ") && l.contains("counter ok")),
+        "{stdout}"
+    );
+    assert!(leftovers(&out).is_empty(), "{:?}", leftovers(&out));
+    assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
+}
+
+#[test]
+fn sigint_stops_everything_and_exits_130() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().unwrap();
+    let mut child = shootout(&[
+        "run",
+        "scenarios/quick.toml",
+        "--only",
+        "ntex-netns",
+        "--duration",
+        "60s",
+        "--build-profile",
+        "dev",
+        "--out",
+    ])
+    .arg(out.path())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    // Wait until loadgen has written its first record.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let log = std::fs::read_dir(out.path())
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path().join("quick/ntex-netns.jsonl"));
+        if log
+            .as_ref()
+            .is_some_and(|l| std::fs::metadata(l).is_ok_and(|m| m.len() > 0))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "loadgen never started");
+        assert!(child.try_wait().unwrap().is_none(), "shootout exited early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !namespaces_of(pid).is_empty(),
+        "the netns row should be running"
+    );
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "shootout did not stop after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        leftovers(out.path()).is_empty(),
+        "{:?}",
+        leftovers(out.path())
+    );
+    assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
+    assert_eq!(meta(out.path())["interrupted"], true);
+}
+
+#[test]
+fn scenario_file_errors_name_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, want) in [
+        (
+            "[[scenario]]\nname = \"a\"\nserver = \"rocket\"\n",
+            ":3: unknown server \"rocket\"",
+        ),
+        (
+            "[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nfeatures = [\"turbo\"]\n",
+            ":4: unknown feature \"turbo\"",
+        ),
+        (
+            "[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n\nduration = \"soon\"\n",
+            ":5: bad duration \"soon\"",
+        ),
+    ] {
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, text).unwrap();
+        for sub in ["list", "run"] {
+            let out = shootout(&[sub]).arg(&file).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{sub}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains(&format!("bad.toml{want}")), "{sub}: {err}");
+        }
+    }
+    let out = shootout(&["list", "scenarios/quick.toml"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ntex-netns"));
+}
