@@ -194,6 +194,10 @@ fn print_row(r: &RowRecord, reps: u32) {
         ),
         Some(e) => format!("{}{rep}: FAILED: {e}", r.scenario),
     };
+    let line = match &r.netem {
+        Some(n) => format!("{line} ({n})"),
+        None => line,
+    };
     // A closed stdout must not stop the run: its results go to files.
     let _ = writeln!(std::io::stdout().lock(), "{line}");
 }

@@ -48,6 +48,7 @@ pub struct RowRecord {
     pub loadgen_exit: Option<i32>,
     pub rps: Option<f64>,
     pub counter: Option<CounterCheck>,
+    /// Set when a link delay was asked for and could not be applied.
     pub netem: Option<String>,
     pub error: Option<String>,
 }
@@ -125,9 +126,15 @@ fn run_inner(job: &Job, rec: &mut RowRecord) -> anyhow::Result<()> {
     let s = job.scenario;
     std::fs::create_dir_all(&job.tmp).with_context(|| format!("creating {}", job.tmp.display()))?;
     let ns = match s.topology {
-        Topology::Netns => Some(Netns::create(job.ns_index, None)?),
+        Topology::Netns => Some(Netns::create(
+            job.ns_index,
+            s.link_delay.map(|d| d.as_secs_f64() * 1000.0),
+        )?),
         Topology::Loopback => None,
     };
+    if let Some(why) = ns.as_ref().and_then(|n| n.netem.clone()) {
+        rec.netem = Some(format!("link delay asked for but not applied: {why}"));
+    }
     let server_ns = ns.as_ref().map(|n| n.server.clone());
     let client_ns = ns.as_ref().map(|n| n.client.clone());
     let in_server = |mut v: Vec<String>| {
@@ -361,7 +368,6 @@ fn run_inner(job: &Job, rec: &mut RowRecord) -> anyhow::Result<()> {
             tail(&stderr)
         );
     }
-    rec.netem = ns.as_ref().and_then(|n| n.netem.clone());
     Ok(())
 }
 

@@ -94,6 +94,8 @@ pub struct Settings {
     pub workers: Option<usize>,
     pub backlog: Option<u32>,
     pub topology: Option<Topology>,
+    /// One-way delay added on the client's veth (netns rows; needs netem).
+    pub link_delay: Option<Spanned<String>>,
     pub proxy: Option<String>,
     pub nginx_workers: Option<usize>,
     pub log: Option<LogSink>,
@@ -131,6 +133,8 @@ pub struct Scenario {
     pub workers: Option<usize>,
     pub backlog: u32,
     pub topology: Topology,
+    /// netem delay asked for on netns rows.
+    pub link_delay: Option<Duration>,
     /// nginx config name under `nginx/` (e.g. `proxy`), or none.
     pub proxy: Option<String>,
     pub nginx_workers: usize,
@@ -313,6 +317,15 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             workers: o.workers.or(d.workers),
             backlog: o.backlog.or(d.backlog).unwrap_or(1024),
             topology: o.topology.or(d.topology).unwrap_or(Topology::Loopback),
+            link_delay: match o.link_delay.as_ref().or(d.link_delay.as_ref()) {
+                None => None,
+                Some(sp) => Some(humantime::parse_duration(sp.get_ref()).map_err(|e| {
+                    err(
+                        sp.span().start,
+                        format!("bad link_delay {:?}: {e}", sp.get_ref()),
+                    )
+                })?),
+            },
             proxy,
             nginx_workers: o.nginx_workers.or(d.nginx_workers).unwrap_or(1),
             log: o.log.or(d.log).unwrap_or(LogSink::None),

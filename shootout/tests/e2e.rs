@@ -153,7 +153,8 @@ fn a_failing_scenario_is_reported_the_others_run_and_nothing_is_left() {
         &file,
         "[defaults]\nduration = \"1s\"\nwarmup = \"0s\"\nconnections = 4\nworkers = 1\n\n\
          [[scenario]]\nname = \"no-such-proxy\"\nserver = \"ntex\"\nproxy = \"missing-config\"\ntopology = \"netns\"\n\n\
-         [[scenario]]\nname = \"fine\"\nserver = \"ntex\"\n",
+         [[scenario]]\nname = \"fine\"\nserver = \"ntex\"\n\n\
+         [[scenario]]\nname = \"delayed\"\nserver = \"ntex\"\ntopology = \"netns\"\nlink_delay = \"1ms\"\n",
     )
     .unwrap();
     let out = dir.path().join("out");
