@@ -29,21 +29,37 @@ pub const KEEP_ALIVE_SECS: u16 = 5;
 /// Grace period for in-flight requests after SIGTERM or SIGINT, in seconds.
 pub const SHUTDOWN_TIMEOUT_SECS: u16 = 5;
 
-/// The cargo features compiled into this build, in a fixed order.
+/// Every server feature, in the order the start-up line lists them. Both
+/// server crates define exactly these; the runner checks scenario files
+/// against this list.
+pub const ALL_FEATURES: [&str; 8] = [
+    "global-counter",
+    "keepalive-os",
+    "log-stdout",
+    "log-file",
+    "snmalloc",
+    "mmap-backend",
+    "no-alloc",
+    "binary-payload",
+];
+
+/// The cargo features compiled into this build, in [`ALL_FEATURES`] order.
 pub fn features() -> Vec<&'static str> {
-    [
-        ("global-counter", cfg!(feature = "global-counter")),
-        ("keepalive-os", cfg!(feature = "keepalive-os")),
-        ("log-stdout", cfg!(feature = "log-stdout")),
-        ("log-file", cfg!(feature = "log-file")),
-        ("snmalloc", cfg!(feature = "snmalloc")),
-        ("mmap-backend", cfg!(feature = "mmap-backend")),
-        ("no-alloc", cfg!(feature = "no-alloc")),
-        ("binary-payload", cfg!(feature = "binary-payload")),
-    ]
-    .into_iter()
-    .filter_map(|(name, on)| on.then_some(name))
-    .collect()
+    let on = [
+        cfg!(feature = "global-counter"),
+        cfg!(feature = "keepalive-os"),
+        cfg!(feature = "log-stdout"),
+        cfg!(feature = "log-file"),
+        cfg!(feature = "snmalloc"),
+        cfg!(feature = "mmap-backend"),
+        cfg!(feature = "no-alloc"),
+        cfg!(feature = "binary-payload"),
+    ];
+    ALL_FEATURES
+        .into_iter()
+        .zip(on)
+        .filter_map(|(name, on)| on.then_some(name))
+        .collect()
 }
 
 /// The one line each server prints on stderr once it listens, in `key=value`

@@ -8,16 +8,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 /// Server features both crates define.
-pub const FEATURES: [&str; 8] = [
-    "global-counter",
-    "keepalive-os",
-    "log-stdout",
-    "log-file",
-    "snmalloc",
-    "mmap-backend",
-    "no-alloc",
-    "binary-payload",
-];
+pub use app_core::ALL_FEATURES as FEATURES;
 
 /// A scenario file problem: `file:line: message`.
 #[derive(Debug, thiserror::Error)]
