@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::Context;
 
 use export::Exporter;
-pub use input::Problem;
+pub use input::{Original, Problem};
 pub use report::{Options, Report};
 
 /// Reads and analyses `dir`. Problems with single files are returned beside

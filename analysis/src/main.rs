@@ -18,6 +18,10 @@ struct Args {
     /// Row name to compare every table against [default: table.toml's, else the first row].
     #[arg(long, value_name = "NAME")]
     baseline: Option<String>,
+    /// Directory for README.md, summary.json and the charts [default: RESULTS_DIR].
+    /// Image links in README.md are relative, so the charts go beside it.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -33,8 +37,11 @@ fn main() -> ExitCode {
     let Some(report) = report else {
         return ExitCode::FAILURE;
     };
+    let out = args.out.as_ref().unwrap_or(&args.results_dir);
     let outcome = analysis::render(&report).and_then(|files| {
-        analysis::write_outputs(&args.results_dir, &files)?;
+        std::fs::create_dir_all(out)
+            .map_err(|e| anyhow::anyhow!("creating {}: {e}", out.display()))?;
+        analysis::write_outputs(out, &files)?;
         Ok(files.len())
     });
     match outcome {
@@ -43,7 +50,7 @@ fn main() -> ExitCode {
             println!(
                 "analysis: {} tables, {rows} rows; wrote {n} files to {}",
                 report.tables.len(),
-                args.results_dir.display()
+                out.display()
             );
             ExitCode::SUCCESS
         }

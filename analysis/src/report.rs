@@ -2,10 +2,10 @@
 
 use serde::Serialize;
 
-use crate::input::{Problem, TableInput};
+use crate::input::{Original, Problem, TableInput};
 use crate::merge::{self, Repetition};
 use crate::model::RunLog;
-use crate::stats::{describe, welch, Describe, Welch};
+use crate::stats::{describe, ratio_ci95, welch, Describe, Welch};
 
 /// How to analyse.
 #[derive(Debug, Clone)]
@@ -43,7 +43,8 @@ pub struct TableReport {
 pub struct RowReport {
     pub name: String,
     pub label: String,
-    /// Interval requests per second, every repetition pooled.
+    /// Interval requests per second, every repetition pooled; `ci95` is
+    /// that of the mean of the repetition means when there are two or more.
     pub rps: Describe,
     pub repetitions: usize,
     /// Mean RPS of each repetition.
@@ -52,6 +53,12 @@ pub struct RowReport {
     pub shards: usize,
     /// Mean RPS over the baseline row's.
     pub ratio: f64,
+    /// Half-width of the ratio's 95% confidence interval, from the
+    /// repetition means (0 for the baseline; none with one repetition).
+    pub ratio_ci95: Option<f64>,
+    /// The published figure for this row and its ratio to the published
+    /// baseline, when table.toml gives them.
+    pub original: Option<Compared>,
     /// Welch's t-test against the baseline row (none for the baseline).
     pub welch: Option<Welch>,
     pub latency_p50_us: Option<f64>,
@@ -63,6 +70,20 @@ pub struct RowReport {
     /// Interval RPS over time, one series per repetition (for the charts).
     #[serde(skip)]
     pub series: Vec<Vec<(f64, f64)>>,
+}
+
+/// A row set beside a published figure.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Compared {
+    pub rps: f64,
+    pub sd: Option<f64>,
+    /// The published row over the published baseline (none when the
+    /// baseline has no published figure).
+    pub ratio: Option<f64>,
+    /// Our ratio minus the published one.
+    pub ratio_difference: Option<f64>,
+    /// True when the published ratio lies inside our ratio's 95% CI.
+    pub within_ci: Option<bool>,
 }
 
 /// Builds the report; problems with single files or rows are collected.
@@ -105,23 +126,50 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
         };
         let base_sample = sample(&rows[base_idx].2);
         let base_mean = describe(&base_sample).map_or(f64::NAN, |d| d.mean);
+        let base_means = repetition_means(&rows[base_idx].2);
+        let original_of = |name: &str| -> Option<Original> {
+            table.spec.row.iter().find(|r| r.name == name)?.original
+        };
+        let base_original = original_of(&rows[base_idx].0);
         let built = rows
             .iter()
             .enumerate()
             .filter_map(|(i, (name, label, reps))| {
                 let s = sample(reps);
-                let rps = describe(&s)?;
+                let mut rps = describe(&s)?;
+                let means = repetition_means(reps);
+                // Intervals of one run are not independent; with two or
+                // more runs, the mean's CI comes from the runs' means.
+                if let Some(d) = describe(&means).filter(|d| d.n > 1) {
+                    rps.ci95 = d.ci95;
+                }
+                let ratio = rps.mean / base_mean;
+                let ratio_ci95 = if i == base_idx {
+                    Some(0.0)
+                } else {
+                    ratio_ci95(&means, &base_means)
+                };
+                let original = original_of(name).map(|o| {
+                    let ratio_o = base_original.map(|b| o.rps / b.rps);
+                    let difference = ratio_o.map(|r| ratio - r);
+                    Compared {
+                        rps: o.rps,
+                        sd: o.sd,
+                        ratio: ratio_o,
+                        ratio_difference: difference,
+                        within_ci: difference.zip(ratio_ci95).map(|(d, ci)| d.abs() <= ci),
+                    }
+                });
                 Some(RowReport {
                     name: name.clone(),
                     label: label.clone(),
                     rps,
                     repetitions: reps.len(),
-                    repetition_means: reps
-                        .iter()
-                        .filter_map(|r| describe(&rps_of(r)).map(|d| d.mean))
-                        .collect(),
+                    repetition_means: means,
                     shards: reps.iter().map(|r| r.shards).max().unwrap_or(1),
-                    ratio: rps.mean / base_mean,
+                    ratio,
+                    ratio_ci95,
+                    original,
                     welch: if i == base_idx {
                         None
                     } else {
@@ -180,6 +228,12 @@ fn row_order(table: &TableInput) -> Vec<String> {
 
 fn rps_of(rep: &Repetition) -> Vec<f64> {
     rep.intervals.iter().map(|i| i.rps()).collect()
+}
+
+fn repetition_means(reps: &[Repetition]) -> Vec<f64> {
+    reps.iter()
+        .filter_map(|r| describe(&rps_of(r)).map(|d| d.mean))
+        .collect()
 }
 
 fn sample(reps: &[Repetition]) -> Vec<f64> {

@@ -89,6 +89,23 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
     Some(Welch { t, df, p })
 }
 
+/// Half-width of the 95% confidence interval of `mean(a) / mean(b)`, where
+/// `a` and `b` are the means of independent repetitions (one value per run).
+/// Delta method: the ratio's relative standard error is the root of the sum
+/// of the squared relative standard errors; Student's t with
+/// `min(len) - 1` degrees of freedom, which errs on the wide side. `None`
+/// with fewer than 2 repetitions on either side.
+pub fn ratio_ci95(a: &[f64], b: &[f64]) -> Option<f64> {
+    let (da, db) = (describe(a)?, describe(b)?);
+    if da.n < 2 || db.n < 2 || da.mean <= 0.0 || db.mean <= 0.0 {
+        return None;
+    }
+    let rel = |d: &Describe| d.sd / (d.n as f64).sqrt() / d.mean;
+    let ratio = da.mean / db.mean;
+    let df = (da.n.min(db.n) - 1) as f64;
+    Some(t_quantile(0.975, df) * ratio * (rel(&da).powi(2) + rel(&db).powi(2)).sqrt())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +120,18 @@ mod tests {
         assert!((d.sd - 158.113_883_008_418_97).abs() < 1e-9);
         // t(0.975, 4) = 2.776445105; 2.776445105 * 158.1138830 / sqrt(5)
         assert!((d.ci95 - 196.324_316).abs() < 1e-3, "{}", d.ci95);
+    }
+
+    #[test]
+    fn ratio_ci_by_delta_method() {
+        // a: mean 200, sd 10, n 3 -> rel se = 10/sqrt(3)/200
+        // b: mean 100, sd 5,  n 3 -> rel se = 5/sqrt(3)/100 (the same)
+        // half-width = t(0.975, 2) * 2 * sqrt(2) * 0.05 / sqrt(3)
+        let h = ratio_ci95(&[190.0, 200.0, 210.0], &[95.0, 100.0, 105.0]).unwrap();
+        let want = 4.302_652_73 * 2.0 * 2f64.sqrt() * 0.05 / 3f64.sqrt();
+        assert!((h - want).abs() < 1e-6, "{h} vs {want}");
+        assert!(ratio_ci95(&[1.0], &[1.0, 2.0]).is_none());
+        assert!(ratio_ci95(&[1.0, 2.0], &[0.0, 0.0]).is_none());
     }
 
     #[test]

@@ -243,4 +243,83 @@ fn the_cli_writes_readme_summary_and_charts() {
     ] {
         assert!(dir.path().join(f).is_file(), "{f}");
     }
+    // --out puts the report elsewhere, with another baseline.
+    let other = dir.path().join("vs-fast");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_analysis"))
+        .arg(dir.path())
+        .args(["--baseline", "fast", "--out"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let readme = std::fs::read_to_string(other.join("README.md")).unwrap();
+    assert!(
+        readme.contains("| Faster (2 s intervals) | 600 | 158 | 600 | 400 | 800 | ± 196 | 26.4% | 1 | 1.000 (baseline) |"),
+        "{readme}"
+    );
+    assert!(other.join("original-rps-ci.svg").is_file());
+}
+
+/// Writes an original-format log whose measured intervals are all `rps`.
+fn flat_log(path: &Path, rps: u64) {
+    let mut text = String::from("header\n");
+    for _ in 0..3 + 4 {
+        text.push_str(&format!(
+            "Total requests: 0. Requests in the last 1000ms: {rps} [1s total] [0 avg. RPS]\n"
+        ));
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+/// Three repetitions per row: the ratio's CI comes from the repetition
+/// means, and the published ratio is judged against it.
+#[test]
+fn ratio_ci_from_repetitions_and_published_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    for (rep, (a, b)) in [(190, 95), (200, 100), (210, 105)].iter().enumerate() {
+        flat_log(&t.join(format!("a.rep{}.log", rep + 1)), *a);
+        flat_log(&t.join(format!("b.rep{}.log", rep + 1)), *b);
+        flat_log(&t.join(format!("c.rep{}.log", rep + 1)), *b);
+    }
+    std::fs::write(
+        t.join("table.toml"),
+        "baseline = \"b\"\n\
+         [[row]]\nname = \"a\"\noriginal = { rps = 300, sd = 5 }\n\
+         [[row]]\nname = \"b\"\noriginal = { rps = 100 }\n\
+         [[row]]\nname = \"c\"\noriginal = { rps = 150 }\n",
+    )
+    .unwrap();
+    let (report, problems) = analyse(dir.path(), &Options::default());
+    assert!(problems.is_empty(), "{problems:?}");
+    let report = report.unwrap();
+    let (a, b, c) = (
+        row(&report, "t", "a"),
+        row(&report, "t", "b"),
+        row(&report, "t", "c"),
+    );
+    let want = analysis::stats::ratio_ci95(&[190.0, 200.0, 210.0], &[95.0, 100.0, 105.0]).unwrap();
+    assert!(close(a.ratio, 2.0) && close(a.ratio_ci95.unwrap(), want));
+    assert_eq!(b.ratio_ci95, Some(0.0));
+    // a: published 3.0 against ours 2.0 ± 0.2: outside.
+    let oa = a.original.unwrap();
+    assert_eq!((oa.ratio, oa.within_ci), (Some(3.0), Some(false)));
+    assert!(close(oa.ratio_difference.unwrap(), -1.0));
+    // c: the same runs as the baseline, published 1.5: outside.
+    assert_eq!(c.original.unwrap().within_ci, Some(false));
+    let readme = analysis::render(&report).unwrap().remove(0).1;
+    let readme = String::from_utf8(readme).unwrap();
+    assert!(
+        readme.contains("### Against the original study"),
+        "{readme}"
+    );
+    assert!(
+        readme.contains("| a | 200 | 300 (sd 5) | 3.000 | 2.000 ± "),
+        "{readme}"
+    );
 }

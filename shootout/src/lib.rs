@@ -79,7 +79,13 @@ pub fn run_file(
         }
     }
     let run_id = format!("{}-{}", meta::timestamp(), file.name);
-    let dir = opts.out.join(&run_id);
+    // Absolute, because nginx resolves its prefix's paths itself and the
+    // servers and nginx run from other directories.
+    std::fs::create_dir_all(&opts.out)
+        .with_context(|| format!("creating {}", opts.out.display()))?;
+    let out = std::fs::canonicalize(&opts.out)
+        .with_context(|| format!("resolving {}", opts.out.display()))?;
+    let dir = out.join(&run_id);
     let table_dir = dir.join(&file.name);
     std::fs::create_dir_all(&table_dir)
         .with_context(|| format!("creating {}", table_dir.display()))?;
@@ -102,38 +108,46 @@ pub fn run_file(
     let mut meta = meta::Meta::collect(&root, file);
     let mut rows = Vec::new();
     let mut interrupted = false;
-    'outer: for (i, s) in scenarios.iter().enumerate() {
-        for rep in 1..=s.repetitions {
-            if stop.load(Ordering::Relaxed) {
-                interrupted = true;
-                break 'outer;
-            }
-            let stem = if s.repetitions > 1 {
-                format!("{}.rep{rep}", s.name)
-            } else {
-                s.name.clone()
-            };
-            let job = Job {
-                root: &root,
-                scenario: s,
-                repetition: rep,
-                server_bin: &binaries[&s.variant()],
-                loadgen_bin: &loadgen,
-                table_dir: &table_dir,
-                tmp: dir.join("tmp").join(&stem),
-                stem,
-                ns_index: i,
-                stop,
-            };
-            let (rec, stopped) = run::run(&job);
-            print_row(&rec, s.repetitions);
-            rows.push(rec);
-            meta.rows = rows.clone();
-            meta.write(&dir)?;
-            if stopped.is_some() {
-                interrupted = true;
-                break 'outer;
-            }
+    // Repetitions run in rounds (A B C, A B C, ...), not row after row, so
+    // that drift on a shared machine spreads over every row alike.
+    let rounds = scenarios.iter().map(|s| s.repetitions).max().unwrap_or(1);
+    let order = (1..=rounds).flat_map(|rep| {
+        scenarios
+            .iter()
+            .enumerate()
+            .filter(move |(_, s)| rep <= s.repetitions)
+            .map(move |(i, s)| (i, s, rep))
+    });
+    for (i, s, rep) in order {
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let stem = if s.repetitions > 1 {
+            format!("{}.rep{rep}", s.name)
+        } else {
+            s.name.clone()
+        };
+        let job = Job {
+            root: &root,
+            scenario: s,
+            repetition: rep,
+            server_bin: &binaries[&s.variant()],
+            loadgen_bin: &loadgen,
+            table_dir: &table_dir,
+            tmp: dir.join("tmp").join(&stem),
+            stem,
+            ns_index: i,
+            stop,
+        };
+        let (rec, stopped) = run::run(&job);
+        print_row(&rec, s.repetitions);
+        rows.push(rec);
+        meta.rows = rows.clone();
+        meta.write(&dir)?;
+        if stopped.is_some() {
+            interrupted = true;
+            break;
         }
     }
     let _ = std::fs::remove_dir_all(dir.join("tmp"));
@@ -164,6 +178,14 @@ fn write_table_toml(table_dir: &Path, file: &ScenarioFile, run: &[Scenario]) -> 
             let mut r = toml::map::Map::new();
             r.insert("name".into(), s.name.clone().into());
             r.insert("label".into(), s.label.clone().into());
+            if let Some(o) = s.original {
+                let mut t = toml::map::Map::new();
+                t.insert("rps".into(), o.rps.into());
+                if let Some(sd) = o.sd {
+                    t.insert("sd".into(), sd.into());
+                }
+                r.insert("original".into(), toml::Value::Table(t));
+            }
             toml::Value::Table(r)
         })
         .collect();

@@ -55,35 +55,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Cmd::List { file } => match shootout::scenario::load(&file) {
-            Ok(f) => {
-                println!(
-                    "{} ({}): {} scenarios",
-                    f.title,
-                    f.path.display(),
-                    f.scenarios.len()
-                );
-                for s in &f.scenarios {
-                    println!(
-                        "  {:<28} {:<45} {:?}{} log={:?} {:?} c={} d={}{}",
-                        s.name,
-                        s.variant(),
-                        s.topology,
-                        s.proxy
-                            .as_ref()
-                            .map_or(String::new(), |p| format!("+nginx:{p}")),
-                        s.log,
-                        s.request,
-                        s.connections,
-                        humantime::format_duration(s.duration),
-                        if s.repetitions > 1 {
-                            format!(" x{}", s.repetitions)
-                        } else {
-                            String::new()
-                        },
-                    );
+            Ok(f) => match f.write_list(&mut std::io::stdout().lock()) {
+                // A reader that stops early (`| head`) is not an error.
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    eprintln!("shootout: writing the list: {e}");
+                    ExitCode::FAILURE
                 }
-                ExitCode::SUCCESS
-            }
+                _ => ExitCode::SUCCESS,
+            },
             Err(e) => {
                 eprintln!("shootout: {e}");
                 ExitCode::from(2)

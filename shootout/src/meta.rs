@@ -13,6 +13,9 @@ use crate::scenario::ScenarioFile;
 pub struct Meta {
     pub date: String,
     pub git_sha: Option<String>,
+    /// True when tracked files differed from `git_sha` at the start of the
+    /// run (the binaries were built from uncommitted changes).
+    pub git_dirty: Option<bool>,
     pub scenario_file: String,
     pub rustc: Option<String>,
     pub crate_versions: Vec<(String, String)>,
@@ -73,6 +76,17 @@ impl Meta {
                 "git",
                 &["-C", &root.display().to_string(), "rev-parse", "HEAD"],
             ),
+            git_dirty: output(
+                "git",
+                &[
+                    "-C",
+                    &root.display().to_string(),
+                    "status",
+                    "--porcelain",
+                    "--untracked-files=no",
+                ],
+            )
+            .map(|s| !s.is_empty()),
             scenario_file: file.path.display().to_string(),
             rustc: output("rustc", &["-V"]),
             crate_versions: crate_versions(root),

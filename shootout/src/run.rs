@@ -175,11 +175,9 @@ fn run_inner(job: &Job, rec: &mut RowRecord) -> anyhow::Result<()> {
         rec.log_file = Some(log.display().to_string());
         argv.extend(["--log-file".into(), log.display().to_string()]);
     }
-    let mut sink = Sink::new(
-        s.log,
-        &job.table_dir
-            .join(format!("{}.server-stdout.txt", job.stem)),
-    )?;
+    // The piped-into-a-file sink is a log under test, not a result: it
+    // lives in the temp dir like the others; its size is recorded.
+    let mut sink = Sink::new(s.log, &job.tmp.join("server-stdout.txt"))?;
     let mut cmd = command(&argv);
     cmd.env("RUST_LOG", &s.log_level)
         .stdout(sink.stdio.take().expect("fresh sink"))

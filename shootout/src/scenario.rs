@@ -101,6 +101,8 @@ pub struct Settings {
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
     pub repetitions: Option<u32>,
+    /// The figure a published study gave for this row, to set ours beside.
+    pub original: Option<Spanned<analysis::Original>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -141,6 +143,7 @@ pub struct Scenario {
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
     pub repetitions: u32,
+    pub original: Option<analysis::Original>,
 }
 
 /// A parsed scenario file.
@@ -152,6 +155,41 @@ pub struct ScenarioFile {
     pub title: String,
     pub baseline: Option<String>,
     pub scenarios: Vec<Scenario>,
+}
+
+impl ScenarioFile {
+    /// One line per scenario: name, variant, topology, sinks, load (`shootout list`).
+    pub fn write_list(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "{} ({}): {} scenarios",
+            self.title,
+            self.path.display(),
+            self.scenarios.len()
+        )?;
+        for s in &self.scenarios {
+            writeln!(
+                out,
+                "  {:<28} {:<45} {:?}{} log={:?} {:?} c={} d={}{}",
+                s.name,
+                s.variant(),
+                s.topology,
+                s.proxy
+                    .as_ref()
+                    .map_or(String::new(), |p| format!("+nginx:{p}")),
+                s.log,
+                s.request,
+                s.connections,
+                humantime::format_duration(s.duration),
+                if s.repetitions > 1 {
+                    format!(" x{}", s.repetitions)
+                } else {
+                    String::new()
+                },
+            )?;
+        }
+        Ok(())
+    }
 }
 
 impl Scenario {
@@ -201,6 +239,12 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         return Err(err(
             n.span().start,
             "[defaults] cannot set the server: each scenario names its own".into(),
+        ));
+    }
+    if let Some(n) = &d.original {
+        return Err(err(
+            n.span().start,
+            "[defaults] cannot set a published figure: it belongs to one scenario".into(),
         ));
     }
     let mut scenarios = Vec::new();
@@ -335,6 +379,17 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             server_cpus: o.server_cpus.clone().or_else(|| d.server_cpus.clone()),
             loadgen_cpus: o.loadgen_cpus.clone().or_else(|| d.loadgen_cpus.clone()),
             repetitions: o.repetitions.or(d.repetitions).unwrap_or(1).max(1),
+            original: match &o.original {
+                Some(sp)
+                    if !(sp.get_ref().rps > 0.0 && sp.get_ref().sd.is_none_or(|x| x >= 0.0)) =>
+                {
+                    return Err(err(
+                        sp.span().start,
+                        "original needs rps > 0 and sd >= 0".into(),
+                    ))
+                }
+                sp => sp.as_ref().map(|s| *s.get_ref()),
+            },
         });
     }
     if let Some(b) = &raw.baseline {
@@ -373,6 +428,7 @@ mod tests {
         )
         .unwrap();
         let s = &f.scenarios[0];
+        assert_eq!(s.original, None);
         assert_eq!(s.duration, Duration::from_secs(2));
         assert_eq!(s.request, Request::Get);
         assert_eq!(s.variant(), "ntex-server+global-counter+no-alloc");
@@ -390,6 +446,10 @@ mod tests {
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nduration = \"ten\"\n", "t.toml:4: bad duration \"ten\""),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\ncolour = 1\n", "t.toml:4: unknown field `colour`"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:5: scenario name \"a\" is used twice"),
+            ("[defaults]\noriginal = { rps = 5 }\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: [defaults] cannot set a published figure"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\noriginal = { rps = 0 }\n", "t.toml:4: original needs rps > 0"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\noriginal = { rps = 1, sd = -2 }\n", "t.toml:4: original needs rps > 0 and sd >= 0"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\noriginal = { rps = 1, mean = 2 }\n", "t.toml:4: unknown field `mean`"),
         ];
         for (text, want) in cases {
             let got = parse_str(text).unwrap_err();

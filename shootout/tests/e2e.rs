@@ -70,7 +70,9 @@ fn meta(out: &Path) -> serde_json::Value {
 #[test]
 fn quick_matrix_end_to_end_with_counter_check() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let out = tempfile::tempdir().unwrap();
+    // --out relative to the working directory, as a user types it: nginx
+    // (the ntex-nginx row) must still find its private prefix.
+    let out = tempfile::tempdir_in(root().join("target")).unwrap();
     let child = shootout(&[
         "run",
         "scenarios/quick.toml",
@@ -80,7 +82,7 @@ fn quick_matrix_end_to_end_with_counter_check() {
         "dev",
         "--out",
     ])
-    .arg(out.path())
+    .arg(Path::new("target").join(out.path().file_name().unwrap()))
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .spawn()
@@ -281,4 +283,15 @@ fn scenario_file_errors_name_the_file_and_line() {
         .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("ntex-netns"));
+    // Every committed scenario file parses.
+    for entry in std::fs::read_dir(root().join("scenarios")).unwrap() {
+        let path = entry.unwrap().path();
+        let out = shootout(&["list"]).arg(&path).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -16,9 +16,11 @@ impl Exporter for MarkdownExporter {
             out,
             "RPS per interval is its 2xx count over its measured length (the original study's rule); \
              each table shows the mean and the sample standard deviation (n - 1) of the interval RPS \
-             of every repetition pooled. Warm-up left out: intervals loadgen marked as warm-up, or the \
-             first {} intervals of logs that mark none. Ratio is the row's mean over the baseline's; \
-             p is Welch's t-test of the row's interval RPS against the baseline's (intervals of one run \
+             of every repetition pooled. The 95% CI of the mean comes from the repetition means \
+             (Student's t) when a row has two or more, else from its intervals. Warm-up left out: intervals loadgen marked as warm-up, or the \
+             first {} intervals of logs that mark none. Ratio is the row's mean over the baseline's, \
+             with the 95% confidence interval from the repetition means (delta method, Student's t \
+             with the fewer repetitions less one degree of freedom); p is Welch's t-test of the row's interval RPS against the baseline's (intervals of one run \
              are not independent, so read small p-values as \"clearly apart\", not as exact odds).\n",
             report.skip
         )?;
@@ -43,6 +45,9 @@ fn table_section(out: &mut String, table: &TableReport) -> std::fmt::Result {
         row_line(out, row, row.name == table.baseline)?;
     }
     writeln!(out)?;
+    if table.rows.iter().any(|r| r.original.is_some()) {
+        compared_section(out, table)?;
+    }
     writeln!(
         out,
         "![RPS over time: {}]({})\n",
@@ -63,7 +68,7 @@ fn row_line(out: &mut String, row: &RowReport, baseline: bool) -> std::fmt::Resu
     let ratio = if baseline {
         "1.000 (baseline)".to_string()
     } else {
-        format!("{:.3}", row.ratio)
+        ratio_text(row)
     };
     let p = match (&row.welch, baseline) {
         (_, true) => "".to_string(),
@@ -111,6 +116,64 @@ fn row_line(out: &mut String, row: &RowReport, baseline: bool) -> std::fmt::Resu
         row.errors.zip(row.non_2xx).map_or("n/a".into(), |(e, n)| format!("{e} / {n}")),
         row.availability_pct.map_or("n/a".into(), |a| format!("{a:.3}%")),
     )
+}
+
+/// Our rows beside the published ones: both ratios to their baselines and
+/// whether the published ratio lies inside our ratio's 95% CI.
+fn compared_section(out: &mut String, table: &TableReport) -> std::fmt::Result {
+    writeln!(out, "### Against the original study\n")?;
+    writeln!(
+        out,
+        "| Configuration | RPS | Original RPS | Original ratio | Our ratio (95% CI) | Difference | Original inside our CI? |"
+    )?;
+    writeln!(out, "|---|---:|---:|---:|---:|---:|---|")?;
+    for row in &table.rows {
+        let baseline = row.name == table.baseline;
+        let (orig, orig_ratio, diff, verdict) = match &row.original {
+            None => (
+                "n/a".into(),
+                "n/a".into(),
+                "".into(),
+                "no published figure".into(),
+            ),
+            Some(o) => (
+                match o.sd {
+                    Some(sd) => format!("{} (sd {})", thousands(o.rps), thousands(sd)),
+                    None => thousands(o.rps),
+                },
+                o.ratio.map_or("n/a".into(), |r| format!("{r:.3}")),
+                o.ratio_difference
+                    .filter(|_| !baseline)
+                    .map_or(String::new(), |d| format!("{d:+.3}")),
+                match (baseline, o.within_ci) {
+                    (true, _) => "baseline".to_string(),
+                    (false, Some(true)) => "yes".into(),
+                    (false, Some(false)) => "**no**".into(),
+                    (false, None) => "n/a".into(),
+                },
+            ),
+        };
+        writeln!(
+            out,
+            "| {} | {} | {orig} | {orig_ratio} | {} | {diff} | {verdict} |",
+            row.label,
+            thousands(row.rps.mean),
+            if baseline {
+                "1.000 (baseline)".to_string()
+            } else {
+                ratio_text(row)
+            },
+        )?;
+    }
+    writeln!(out)
+}
+
+/// "0.512 ± 0.020", or "0.512" without a CI.
+fn ratio_text(row: &RowReport) -> String {
+    match row.ratio_ci95 {
+        Some(ci) if ci.is_finite() => format!("{:.3} ± {ci:.3}", row.ratio),
+        _ => format!("{:.3}", row.ratio),
+    }
 }
 
 /// 43904.4 -> "43,904"; NaN -> "n/a".

@@ -12,6 +12,8 @@
 //! [[row]]
 //! name = "actix-log-stdout"
 //! label = "Baseline (actix, logging at info to stdout)"
+//! # optional: the figure another study published for this row
+//! original = { rps = 43904, sd = 7729 }
 //! ```
 
 mod jsonl;
@@ -43,6 +45,16 @@ pub struct TableSpec {
 pub struct RowSpec {
     pub name: String,
     pub label: Option<String>,
+    pub original: Option<Original>,
+}
+
+/// A published figure to compare a row with: mean RPS and, when given, its
+/// standard deviation.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Original {
+    pub rps: f64,
+    pub sd: Option<f64>,
 }
 
 /// One table's logs as found on disk.
