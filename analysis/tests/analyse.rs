@@ -306,6 +306,13 @@ fn ratio_ci_from_repetitions_and_published_figures() {
     let want = analysis::stats::ratio_ci95(&[190.0, 200.0, 210.0], &[95.0, 100.0, 105.0]).unwrap();
     assert!(close(a.ratio, 2.0) && close(a.ratio_ci95.unwrap(), want));
     assert_eq!(b.ratio_ci95, Some(0.0));
+    // The mean's CI comes from the 3 repetition means (190, 200, 210), not
+    // from the 12 flat intervals: t(0.975, 2) * 10 / sqrt(3).
+    assert!(
+        (a.rps.ci95 - 4.302_652_73 * 10.0 / 3f64.sqrt()).abs() < 1e-6,
+        "{}",
+        a.rps.ci95
+    );
     // a: published 3.0 against ours 2.0 ± 0.2: outside.
     let oa = a.original.unwrap();
     assert_eq!((oa.ratio, oa.within_ci), (Some(3.0), Some(false)));
