@@ -8,6 +8,15 @@ use crate::report::{Report, TableReport};
 
 const SIZE: (u32, u32) = (960, 480);
 
+/// 300000.0 -> "300k" on the RPS axes.
+fn rps_label(v: &f64) -> String {
+    if *v >= 1000.0 {
+        format!("{:.0}k", v / 1000.0)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
 /// Every chart of the report: (file name, SVG bytes).
 pub fn charts(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     let mut out = Vec::new();
@@ -42,6 +51,7 @@ fn over_time(table: &TableReport) -> anyhow::Result<Vec<u8>> {
         chart
             .configure_mesh()
             .x_desc("seconds after warm-up")
+            .y_label_formatter(&rps_label)
             .y_desc("2xx requests/s")
             .draw()
             .map_err(draw_err)?;
@@ -76,9 +86,12 @@ fn over_time(table: &TableReport) -> anyhow::Result<Vec<u8>> {
 fn with_ci(table: &TableReport) -> anyhow::Result<Vec<u8>> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_err)?;
         let n = table.rows.len();
+        // Wide enough that the row names under the bars do not overlap.
+        let longest = table.rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+        let width = SIZE.0.max(100 + n as u32 * (longest as u32 * 5 + 20));
+        let root = SVGBackend::with_string(&mut svg, (width, SIZE.1)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
         let y_max = table
             .rows
             .iter()
@@ -114,6 +127,7 @@ fn with_ci(table: &TableReport) -> anyhow::Result<Vec<u8>> {
                     String::new()
                 }
             })
+            .y_label_formatter(&rps_label)
             .y_desc("2xx requests/s")
             .draw()
             .map_err(draw_err)?;
