@@ -330,3 +330,34 @@ fn ratio_ci_from_repetitions_and_published_figures() {
         "{readme}"
     );
 }
+
+/// Every committed run under `results/`: its README.md and summary.json are
+/// what the analysis makes of its raw logs today, byte for byte (so the
+/// published tables cannot drift from the data, or the data from them).
+#[test]
+fn committed_results_match_their_raw_logs() {
+    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&results).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.join("meta.json").is_file() {
+            continue;
+        }
+        let (report, problems) = analyse(&dir, &Options::default());
+        assert!(problems.is_empty(), "{}: {problems:?}", dir.display());
+        let files = analysis::render(&report.unwrap()).unwrap();
+        for (name, bytes) in files
+            .iter()
+            .filter(|(n, _)| n == "README.md" || n == "summary.json")
+        {
+            let committed = std::fs::read(dir.join(name)).unwrap();
+            assert!(
+                committed == *bytes,
+                "{}/{name} differs from a fresh analysis of its logs",
+                dir.display()
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 3, "only {checked} committed runs found");
+}
