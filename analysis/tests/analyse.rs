@@ -226,15 +226,7 @@ fn the_cli_writes_readme_summary_and_charts() {
             std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
         }
     }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_analysis"))
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    analysis_cli(&[dir.path().as_os_str()]);
     for f in [
         "README.md",
         "summary.json",
@@ -245,10 +237,25 @@ fn the_cli_writes_readme_summary_and_charts() {
     }
     // --out puts the report elsewhere, with another baseline.
     let other = dir.path().join("vs-fast");
+    analysis_cli(&[
+        dir.path().as_os_str(),
+        "--baseline".as_ref(),
+        "fast".as_ref(),
+        "--out".as_ref(),
+        other.as_os_str(),
+    ]);
+    let readme = std::fs::read_to_string(other.join("README.md")).unwrap();
+    assert!(
+        readme.contains("| Faster (2 s intervals) | 600 | 158 | 600 | 400 | 800 | ± 196 | 26.4% | 1 | 1.000 (baseline) |"),
+        "{readme}"
+    );
+    assert!(other.join("original-rps-ci.svg").is_file());
+}
+
+/// Runs the `analysis` binary and asserts that it succeeded.
+fn analysis_cli(args: &[&std::ffi::OsStr]) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_analysis"))
-        .arg(dir.path())
-        .args(["--baseline", "fast", "--out"])
-        .arg(&other)
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -256,12 +263,6 @@ fn the_cli_writes_readme_summary_and_charts() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let readme = std::fs::read_to_string(other.join("README.md")).unwrap();
-    assert!(
-        readme.contains("| Faster (2 s intervals) | 600 | 158 | 600 | 400 | 800 | ± 196 | 26.4% | 1 | 1.000 (baseline) |"),
-        "{readme}"
-    );
-    assert!(other.join("original-rps-ci.svg").is_file());
 }
 
 /// Writes an original-format log whose measured intervals are all `rps`.

@@ -380,15 +380,11 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             loadgen_cpus: o.loadgen_cpus.clone().or_else(|| d.loadgen_cpus.clone()),
             repetitions: o.repetitions.or(d.repetitions).unwrap_or(1).max(1),
             original: match &o.original {
-                Some(sp)
-                    if !(sp.get_ref().rps > 0.0 && sp.get_ref().sd.is_none_or(|x| x >= 0.0)) =>
-                {
-                    return Err(err(
-                        sp.span().start,
-                        "original needs rps > 0 and sd >= 0".into(),
-                    ))
-                }
-                sp => sp.as_ref().map(|s| *s.get_ref()),
+                Some(sp) => match sp.get_ref().problem() {
+                    Some(why) => return Err(err(sp.span().start, why.into())),
+                    None => Some(*sp.get_ref()),
+                },
+                None => None,
             },
         });
     }

@@ -65,11 +65,7 @@ fn table_section(out: &mut String, table: &TableReport) -> std::fmt::Result {
 
 fn row_line(out: &mut String, row: &RowReport, baseline: bool) -> std::fmt::Result {
     let r = &row.rps;
-    let ratio = if baseline {
-        "1.000 (baseline)".to_string()
-    } else {
-        ratio_text(row)
-    };
+    let ratio = ratio_text(row, baseline);
     let p = match (&row.welch, baseline) {
         (_, true) => "".to_string(),
         (Some(w), false) if w.p < 0.001 => "< 0.001".to_string(),
@@ -158,18 +154,17 @@ fn compared_section(out: &mut String, table: &TableReport) -> std::fmt::Result {
             "| {} | {} | {orig} | {orig_ratio} | {} | {diff} | {verdict} |",
             row.label,
             thousands(row.rps.mean),
-            if baseline {
-                "1.000 (baseline)".to_string()
-            } else {
-                ratio_text(row)
-            },
+            ratio_text(row, baseline),
         )?;
     }
     writeln!(out)
 }
 
-/// "0.512 ± 0.020", or "0.512" without a CI.
-fn ratio_text(row: &RowReport) -> String {
+/// "1.000 (baseline)", "0.512 ± 0.020", or "0.512" without a CI.
+fn ratio_text(row: &RowReport, baseline: bool) -> String {
+    if baseline {
+        return "1.000 (baseline)".into();
+    }
     match row.ratio_ci95 {
         Some(ci) if ci.is_finite() => format!("{:.3} ± {ci:.3}", row.ratio),
         _ => format!("{:.3}", row.ratio),

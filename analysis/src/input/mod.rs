@@ -57,6 +57,14 @@ pub struct Original {
     pub sd: Option<f64>,
 }
 
+impl Original {
+    /// Why these figures cannot be compared with (none when they can).
+    pub fn problem(&self) -> Option<&'static str> {
+        (!(self.rps > 0.0 && self.sd.is_none_or(|x| x >= 0.0)))
+            .then_some("original needs rps > 0 and sd >= 0")
+    }
+}
+
 /// One table's logs as found on disk.
 #[derive(Debug, Clone)]
 pub struct TableInput {
