@@ -29,6 +29,9 @@ impl Default for Options {
 pub struct Report {
     pub skip: usize,
     pub tables: Vec<TableReport>,
+    /// Tables of the paired design (absent from summary.json when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paired: Vec<crate::paired::report::PairedTable>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -89,7 +92,17 @@ pub struct Compared {
 /// Builds the report; problems with single files or rows are collected.
 pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>) -> Report {
     let mut out = Vec::new();
+    let mut paired = Vec::new();
     for table in tables {
+        if table.spec.design.as_deref() == Some("paired") {
+            paired.extend(crate::paired::report::build(
+                &table.name,
+                &table.dir,
+                &table.spec,
+                problems,
+            ));
+            continue;
+        }
         let mut rows = Vec::new();
         for name in row_order(table) {
             let logs: Vec<&RunLog> = table.logs.iter().filter(|l| l.row == name).collect();
@@ -208,6 +221,7 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
     Report {
         skip: opts.skip,
         tables: out,
+        paired,
     }
 }
 

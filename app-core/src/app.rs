@@ -87,6 +87,8 @@ impl Reply {
 pub struct App {
     counter: Counter,
     max_body: usize,
+    /// `calibrate` builds: nanoseconds of busy wait added to every request.
+    spin_ns: u64,
 }
 
 impl App {
@@ -94,11 +96,34 @@ impl App {
         Ok(App {
             counter: Counter::open(&counter)?,
             max_body,
+            spin_ns: 0,
         })
+    }
+
+    /// Adds a busy wait of `ns` nanoseconds to every GET and POST (the
+    /// positive control of `shootout calibrate`; only `calibrate` builds
+    /// accept `--spin-ns`, see [`crate::ServerArgs::check_against_features`]).
+    pub fn with_spin_ns(mut self, ns: u64) -> App {
+        self.spin_ns = ns;
+        self
+    }
+
+    /// The added per-request CPU: a busy wait on the monotonic clock (a vDSO
+    /// call, no syscall), so the work is the same whatever the framework.
+    #[inline]
+    fn spin(&self) {
+        if cfg!(feature = "calibrate") && self.spin_ns > 0 {
+            let until = std::time::Duration::from_nanos(self.spin_ns);
+            let start = std::time::Instant::now();
+            while start.elapsed() < until {
+                std::hint::spin_loop();
+            }
+        }
     }
 
     /// `GET /`.
     pub fn get(&self) -> Reply {
+        self.spin();
         Reply::count(self.counter.get())
     }
 
@@ -117,6 +142,7 @@ impl App {
 
     /// `POST /` once the body is collected: adds the value, answers the new total.
     pub fn post(&self, body: &BodyBuf) -> Reply {
+        self.spin();
         match body.decode() {
             Ok(value) => Reply::count(self.counter.add(u64::from(value))),
             Err(err) => Reply::body_error(err),
@@ -170,6 +196,28 @@ mod tests {
         let got = app.get();
         assert_eq!((got.status, got.body.as_bytes()), (200, &b"525"[..]));
         assert_eq!(got.content_type, "text/plain");
+    }
+
+    #[test]
+    #[cfg(all(
+        feature = "calibrate",
+        not(any(feature = "binary-payload", feature = "mmap-backend"))
+    ))]
+    fn spin_adds_cpu_per_request() {
+        let plain = app();
+        let spun = app().with_spin_ns(2_000_000);
+        let start = std::time::Instant::now();
+        for _ in 0..5 {
+            plain.get();
+        }
+        let plain_time = start.elapsed();
+        let start = std::time::Instant::now();
+        for _ in 0..5 {
+            spun.get();
+        }
+        // Five requests of at least 2 ms each: a lower bound, not a speed.
+        assert!(start.elapsed() >= std::time::Duration::from_millis(10));
+        assert!(plain_time < start.elapsed());
     }
 
     #[test]

@@ -33,6 +33,11 @@ pub struct ServerArgs {
     #[arg(long, value_name = "PATH")]
     pub log_file: Option<PathBuf>,
 
+    /// Busy wait added to every GET and POST, in nanoseconds (`calibrate`
+    /// builds only): the known cost `shootout calibrate` must detect.
+    #[arg(long, value_name = "NS")]
+    pub spin_ns: Option<u64>,
+
     /// Largest request body in bytes; a larger one gets 413 unread.
     #[arg(long, default_value_t = 64, value_name = "BYTES")]
     pub max_body: usize,
@@ -59,6 +64,9 @@ impl ServerArgs {
         }
         if self.log_file.is_none() && cfg!(feature = "log-file") {
             return Err("this build has the log-file feature: pass --log-file PATH".into());
+        }
+        if self.spin_ns.is_some() && !cfg!(feature = "calibrate") {
+            return Err("--spin-ns needs a build with the calibrate feature".into());
         }
         Ok(())
     }

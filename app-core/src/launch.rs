@@ -30,7 +30,7 @@ impl Launch {
             workers,
             file: args.counter_file.clone(),
         };
-        let app = App::new(counter, args.max_body)?;
+        let app = App::new(counter, args.max_body)?.with_spin_ns(args.spin_ns.unwrap_or(0));
         let listener = crate::net::listen(args.bind, args.backlog)
             .with_context(|| format!("listening on {}", args.bind))?;
         let addr = listener.local_addr().context("reading the bound address")?;

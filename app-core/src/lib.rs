@@ -32,7 +32,7 @@ pub const SHUTDOWN_TIMEOUT_SECS: u16 = 5;
 /// Every server feature, in the order the start-up line lists them. Both
 /// server crates define exactly these; the runner checks scenario files
 /// against this list.
-pub const ALL_FEATURES: [&str; 8] = [
+pub const ALL_FEATURES: [&str; 9] = [
     "global-counter",
     "keepalive-os",
     "log-stdout",
@@ -41,6 +41,7 @@ pub const ALL_FEATURES: [&str; 8] = [
     "mmap-backend",
     "no-alloc",
     "binary-payload",
+    "calibrate",
 ];
 
 /// The cargo features compiled into this build, in [`ALL_FEATURES`] order.
@@ -54,6 +55,7 @@ pub fn features() -> Vec<&'static str> {
         cfg!(feature = "mmap-backend"),
         cfg!(feature = "no-alloc"),
         cfg!(feature = "binary-payload"),
+        cfg!(feature = "calibrate"),
     ];
     ALL_FEATURES
         .into_iter()

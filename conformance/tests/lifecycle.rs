@@ -46,7 +46,7 @@ fn startup_line_names_address_framework_version_workers_and_features() {
 
 /// Features in the fixed order the start-up line uses.
 fn app_order(features: &[&'static str]) -> Vec<&'static str> {
-    const ORDER: [&str; 8] = [
+    const ORDER: [&str; 9] = [
         "global-counter",
         "keepalive-os",
         "log-stdout",
@@ -55,6 +55,7 @@ fn app_order(features: &[&'static str]) -> Vec<&'static str> {
         "mmap-backend",
         "no-alloc",
         "binary-payload",
+        "calibrate",
     ];
     ORDER.into_iter().filter(|f| features.contains(f)).collect()
 }

@@ -99,6 +99,13 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Sched::Batch)]
     pub sched: Sched,
 
+    /// Start the load at this wall-clock time, Unix milliseconds: a barrier
+    /// for several loadgen processes (interval boundaries then fall on the
+    /// same instants in all of them). At most 10 min ahead; a time already
+    /// more than 100 ms past is refused.
+    #[arg(long, value_name = "UNIX_MS")]
+    pub start_at: Option<u64>,
+
     /// Exit 1 if errors and non-2xx exceed this fraction of requests (0..=1).
     #[arg(long, value_name = "FRACTION", value_parser = fraction)]
     pub max_error_rate: Option<f64>,
@@ -158,6 +165,7 @@ impl Args {
                 self.threads, self.connections
             )));
         }
+        let start_at = self.start_at.map(start_time).transpose()?;
         let head_only = method == "HEAD";
         let spec = RequestSpec {
             method,
@@ -188,7 +196,27 @@ impl Args {
             head_only,
             shard: self.shard,
             sched: self.sched,
+            start_at,
         })
+    }
+}
+
+/// Checks a `--start-at` time against the clock now.
+fn start_time(unix_ms: u64) -> Result<std::time::SystemTime, UsageError> {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let at = UNIX_EPOCH + Duration::from_millis(unix_ms);
+    let now = SystemTime::now();
+    match at.duration_since(now) {
+        Ok(ahead) if ahead > Duration::from_secs(600) => Err(UsageError(format!(
+            "--start-at {unix_ms} is {} s ahead: at most 600 s",
+            ahead.as_secs()
+        ))),
+        Ok(_) => Ok(at),
+        Err(e) if e.duration() > Duration::from_millis(100) => Err(UsageError(format!(
+            "--start-at {unix_ms} passed {} ms ago: the barrier was missed",
+            e.duration().as_millis()
+        ))),
+        Err(_) => Ok(at),
     }
 }
 
@@ -211,6 +239,19 @@ fn decode_hex(hex: &str) -> Result<Vec<u8>, UsageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn start_at_must_be_near() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        assert!(start_time(now + 500).is_ok());
+        let late = start_time(now - 5_000).unwrap_err().to_string();
+        assert!(late.contains("barrier was missed"), "{late}");
+        let far = start_time(now + 3_600_000).unwrap_err().to_string();
+        assert!(far.contains("at most 600 s"), "{far}");
+    }
 
     #[test]
     fn hex_bodies() {

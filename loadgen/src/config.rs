@@ -48,6 +48,9 @@ pub struct Config {
     /// Tag for every record.
     pub shard: Option<String>,
     pub sched: Sched,
+    /// Wall-clock moment to start the load at (`--start-at`): a barrier that
+    /// lets several loadgen processes share interval boundaries.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 impl Config {
@@ -66,6 +69,7 @@ impl Config {
             head_only: false,
             shard: None,
             sched: Sched::Batch,
+            start_at: None,
         }
     }
 

@@ -51,6 +51,12 @@ pub fn run(
         source,
     })?;
 
+    // The barrier: every process given the same --start-at starts here.
+    if let Some(at) = config.start_at {
+        if let Ok(wait) = at.duration_since(SystemTime::now()) {
+            sleep_unless(wait, &stop);
+        }
+    }
     let config = Arc::new(config);
     let threads = config.threads.min(config.connections).max(1);
     let (tx, rx) = mpsc::channel::<Snapshot>();
@@ -94,6 +100,18 @@ pub fn run(
         }
     }
     Ok(collector.summary())
+}
+
+/// Sleeps `d`, waking early when `stop` is set (Ctrl-C during the barrier).
+fn sleep_unless(d: Duration, stop: &AtomicBool) {
+    let until = Instant::now() + d;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
 }
 
 struct Pending {

@@ -192,7 +192,10 @@ impl Worker {
         let mut next_check = Instant::now() + check_every;
         loop {
             let now = Instant::now();
-            let boundary = self.interval_start + config.interval;
+            // Boundaries on a fixed grid from the start, so that processes
+            // started at one --start-at barrier close their intervals together
+            // (no drift from the time each close takes).
+            let boundary = self.spec.start + config.interval * (self.index as u32 + 1);
             if now >= boundary {
                 self.snapshot(now, false);
             }

@@ -2,13 +2,19 @@
 //! leaves raw data, metadata and the analysed report in `results/<run>/`.
 
 pub mod build;
+pub mod counter;
+pub mod host;
+pub mod load;
 pub mod meta;
 pub mod netns;
 pub mod nginx;
 pub mod output;
+pub mod paired;
 pub mod procs;
-pub mod run;
+pub mod record;
+pub mod sequential;
 pub mod scenario;
+pub mod stack;
 pub mod verify;
 
 use std::path::{Path, PathBuf};
@@ -18,8 +24,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::run::{Job, RowRecord};
-use crate::scenario::{Scenario, ScenarioFile};
+use crate::record::RowRecord;
+use crate::sequential::Job;
+use crate::scenario::{Design, Scenario, ScenarioFile};
+use std::collections::HashMap;
 
 /// The run was stopped by SIGINT or SIGTERM.
 #[derive(Debug, Clone, Copy, thiserror::Error)]
@@ -31,8 +39,10 @@ pub struct Interrupted;
 pub struct RunOptions {
     /// Run only this scenario.
     pub only: Option<String>,
-    /// Override every scenario's measured duration.
+    /// Override every scenario's measured duration (paired design: the block).
     pub duration: Option<Duration>,
+    /// Paired design: override the budget of each comparison.
+    pub budget: Option<Duration>,
     /// Parent of the run directory.
     pub out: PathBuf,
     /// Cargo profile of the builds: `release` for measurements; `dev` only
@@ -44,12 +54,20 @@ pub struct RunOptions {
 pub struct RunOutcome {
     pub dir: PathBuf,
     pub rows: Vec<RowRecord>,
+    pub comparisons: Vec<paired::ComparisonRecord>,
     pub interrupted: bool,
 }
 
 impl RunOutcome {
+    /// Rows or comparisons that failed.
     pub fn failed(&self) -> usize {
         self.rows.iter().filter(|r| r.error.is_some()).count()
+            + self.comparisons.iter().filter(|c| c.error.is_some()).count()
+    }
+
+    /// Rows or comparisons run.
+    pub fn total(&self) -> usize {
+        self.rows.len() + self.comparisons.len()
     }
 }
 
@@ -73,9 +91,31 @@ pub fn run_file(
             opts.only.as_deref().unwrap_or("")
         );
     }
-    if let Some(d) = opts.duration {
-        for s in &mut scenarios {
-            s.duration = d;
+    let mut design = file.design.clone();
+    match &mut design {
+        Design::Sequential => {
+            if let Some(d) = opts.duration {
+                for s in &mut scenarios {
+                    s.duration = d;
+                }
+            }
+        }
+        Design::Paired(p) => {
+            p.block = opts.duration.unwrap_or(p.block);
+            p.budget = opts.budget.unwrap_or(p.budget);
+            // Every row is measured against the baseline, which runs in
+            // every comparison (and is not compared with itself).
+            let base = file.baseline.clone().expect("the parser requires a baseline");
+            if opts.only.as_ref() == Some(&base) {
+                anyhow::bail!(
+                    "{}: {base:?} is the baseline; compare it with itself through a row with the same settings (an A/A row)",
+                    file.path.display()
+                );
+            }
+            if !scenarios.iter().any(|s| s.name == base) {
+                let b = file.scenarios.iter().find(|s| s.name == base).expect("parsed");
+                scenarios.insert(0, b.clone());
+            }
         }
     }
     let run_id = format!("{}-{}", meta::timestamp(), file.name);
@@ -89,7 +129,7 @@ pub fn run_file(
     let table_dir = dir.join(&file.name);
     std::fs::create_dir_all(&table_dir)
         .with_context(|| format!("creating {}", table_dir.display()))?;
-    write_table_toml(&table_dir, file, &scenarios)?;
+    write_table_toml(&table_dir, file, &scenarios, &design)?;
 
     eprintln!("shootout: building loadgen and {} server variant(s)", {
         let mut v: Vec<String> = scenarios.iter().map(|s| s.variant()).collect();
@@ -98,7 +138,7 @@ pub fn run_file(
         v.len()
     });
     let loadgen = build::loadgen(&root, opts.profile)?;
-    let mut binaries = std::collections::HashMap::new();
+    let mut binaries = HashMap::new();
     for s in &scenarios {
         if let std::collections::hash_map::Entry::Vacant(slot) = binaries.entry(s.variant()) {
             slot.insert(build::server(&root, s, opts.profile)?);
@@ -106,6 +146,48 @@ pub fn run_file(
     }
 
     let mut meta = meta::Meta::collect(&root, file);
+    let run = Prepared {
+        root: &root,
+        dir: &dir,
+        table_dir: &table_dir,
+        loadgen: &loadgen,
+        binaries: &binaries,
+        stop,
+    };
+    let outcome = match &design {
+        Design::Sequential => run_sequential(&run, &scenarios, &mut meta)?,
+        Design::Paired(p) => run_paired(&run, file, &scenarios, p, &mut meta)?,
+    };
+    let _ = std::fs::remove_dir_all(dir.join("tmp"));
+    meta.interrupted = outcome.interrupted;
+    meta.write(&dir)?;
+    analyse(&dir);
+    Ok(outcome)
+}
+
+/// What every design needs once the builds are done.
+struct Prepared<'a> {
+    root: &'a Path,
+    dir: &'a Path,
+    table_dir: &'a Path,
+    loadgen: &'a Path,
+    binaries: &'a HashMap<String, PathBuf>,
+    stop: &'a Arc<AtomicBool>,
+}
+
+fn run_sequential(
+    run: &Prepared,
+    scenarios: &[Scenario],
+    meta: &mut meta::Meta,
+) -> anyhow::Result<RunOutcome> {
+    let (root, dir, table_dir, loadgen, binaries, stop) = (
+        run.root,
+        run.dir,
+        run.table_dir,
+        run.loadgen,
+        run.binaries,
+        run.stop,
+    );
     let mut rows = Vec::new();
     let mut interrupted = false;
     // Repetitions run in rounds (A B C, A B C, ...), not row after row, so
@@ -129,42 +211,112 @@ pub fn run_file(
             s.name.clone()
         };
         let job = Job {
-            root: &root,
+            root,
             scenario: s,
             repetition: rep,
             server_bin: &binaries[&s.variant()],
-            loadgen_bin: &loadgen,
-            table_dir: &table_dir,
+            loadgen_bin: loadgen,
+            table_dir,
             tmp: dir.join("tmp").join(&stem),
             stem,
             ns_index: i,
             stop,
         };
-        let (rec, stopped) = run::run(&job);
+        let (rec, stopped) = sequential::run(&job);
         print_row(&rec, s.repetitions);
         rows.push(rec);
         meta.rows = rows.clone();
-        meta.write(&dir)?;
+        meta.write(dir)?;
         if stopped.is_some() {
             interrupted = true;
             break;
         }
     }
-    let _ = std::fs::remove_dir_all(dir.join("tmp"));
     meta.rows = rows.clone();
-    meta.interrupted = interrupted;
-    meta.write(&dir)?;
-    analyse(&dir);
     Ok(RunOutcome {
-        dir,
+        dir: dir.to_path_buf(),
         rows,
+        comparisons: Vec::new(),
         interrupted,
     })
 }
 
-fn write_table_toml(table_dir: &Path, file: &ScenarioFile, run: &[Scenario]) -> anyhow::Result<()> {
+/// Every row against the baseline, one comparison after another.
+fn run_paired(
+    run: &Prepared,
+    file: &ScenarioFile,
+    scenarios: &[Scenario],
+    settings: &scenario::PairedSettings,
+    meta: &mut meta::Meta,
+) -> anyhow::Result<RunOutcome> {
+    let base_name = file.baseline.as_deref().expect("the parser requires a baseline");
+    let base = scenarios
+        .iter()
+        .find(|s| s.name == base_name)
+        .expect("baseline added");
+    let ctx = paired::Ctx {
+        root: run.root,
+        loadgen_bin: run.loadgen,
+        binaries: run.binaries,
+        table_dir: run.table_dir,
+        tmp: run.dir.join("tmp"),
+        settings,
+        stop: run.stop,
+    };
+    meta.design = "paired".into();
+    let mut comparisons = Vec::new();
+    let mut interrupted = false;
+    for (i, row) in scenarios.iter().filter(|s| s.name != base_name).enumerate() {
+        if run.stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let (rec, stopped) = paired::compare(&ctx, base, row, i);
+        print_comparison(&rec);
+        comparisons.push(rec);
+        meta.paired = comparisons.clone();
+        meta.write(run.dir)?;
+        if stopped.is_some() {
+            interrupted = true;
+            break;
+        }
+    }
+    Ok(RunOutcome {
+        dir: run.dir.to_path_buf(),
+        rows: Vec::new(),
+        comparisons,
+        interrupted,
+    })
+}
+
+fn print_comparison(c: &paired::ComparisonRecord) {
+    use std::io::Write;
+    let line = match &c.error {
+        None => format!(
+            "{} vs {}: {} in {} blocks, {:.0} s (stopped by {})",
+            c.row,
+            c.baseline,
+            paired::progress(c),
+            c.blocks.len(),
+            c.seconds,
+            c.stopped_by
+        ),
+        Some(e) => format!("{} vs {}: FAILED: {e}", c.row, c.baseline),
+    };
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
+}
+
+fn write_table_toml(
+    table_dir: &Path,
+    file: &ScenarioFile,
+    run: &[Scenario],
+    design: &Design,
+) -> anyhow::Result<()> {
     let mut t = toml::map::Map::new();
     t.insert("title".into(), file.title.clone().into());
+    if matches!(design, Design::Paired(_)) {
+        t.insert("design".into(), "paired".into());
+    }
     if let Some(b) = file
         .baseline
         .as_ref()

@@ -29,9 +29,13 @@ enum Cmd {
         /// Run only the scenario with this name.
         #[arg(long, value_name = "NAME")]
         only: Option<String>,
-        /// Measured duration of every scenario (e.g. 2s), overriding the file.
+        /// Measured duration of every scenario (e.g. 2s), overriding the file;
+        /// with design = "paired", the length of a block.
         #[arg(long, value_parser = duration)]
         duration: Option<Duration>,
+        /// With design = "paired": the most measuring time per comparison.
+        #[arg(long, value_parser = duration)]
+        budget: Option<Duration>,
         /// Where run directories go.
         #[arg(long, default_value = "results", value_name = "DIR")]
         out: PathBuf,
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
             file,
             only,
             duration,
+            budget,
             out,
             build_profile,
         } => {
@@ -89,6 +94,7 @@ fn main() -> ExitCode {
             let opts = shootout::RunOptions {
                 only,
                 duration,
+                budget,
                 out,
                 profile: build_profile,
             };
@@ -106,7 +112,7 @@ fn main() -> ExitCode {
                         eprintln!(
                             "shootout: {} of {} scenario runs failed",
                             outcome.failed(),
-                            outcome.rows.len()
+                            outcome.total()
                         );
                         ExitCode::FAILURE
                     } else {

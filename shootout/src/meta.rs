@@ -6,7 +6,7 @@ use std::process::Command;
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::run::RowRecord;
+use crate::record::RowRecord;
 use crate::scenario::ScenarioFile;
 
 #[derive(Debug, Clone, Serialize)]
@@ -24,7 +24,12 @@ pub struct Meta {
     pub cores: usize,
     pub kernel: Option<String>,
     pub interrupted: bool,
+    /// `sequential` or `paired`.
+    pub design: String,
     pub rows: Vec<RowRecord>,
+    /// Paired design: one record per comparison.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paired: Vec<crate::paired::ComparisonRecord>,
 }
 
 fn output(cmd: &str, args: &[&str]) -> Option<String> {
@@ -98,7 +103,9 @@ impl Meta {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             kernel: output("uname", &["-r"]),
             interrupted: false,
+            design: "sequential".into(),
             rows: Vec::new(),
+            paired: Vec::new(),
         }
     }
 

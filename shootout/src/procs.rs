@@ -138,3 +138,44 @@ pub fn usage(pgid: i32) -> Option<Usage> {
     }
     (total.processes > 0).then_some(total)
 }
+
+/// CPU time (user + system) of every thread of every process in group
+/// `pgid`, in nanoseconds, from `/proc/PID/task/TID/schedstat` (nanosecond
+/// resolution, where `/proc/PID/stat` counts 10 ms ticks). `None` once no
+/// process of the group is left.
+pub fn group_cpu_ns(pgid: i32) -> Option<u64> {
+    let mut total = 0u64;
+    let mut found = false;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid != pgid && process_group(pid) != Some(pgid) {
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        found = true;
+        for task in tasks.flatten() {
+            let path = task.path().join("schedstat");
+            if let Some(ns) = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            {
+                total += ns;
+            }
+        }
+    }
+    found.then_some(total)
+}
+
+fn process_group(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.rfind(')')?;
+    stat[close + 2..].split_whitespace().nth(2)?.parse().ok()
+}

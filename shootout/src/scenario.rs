@@ -100,7 +100,9 @@ pub struct Settings {
     pub rate: Option<f64>,
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
-    pub repetitions: Option<u32>,
+    pub repetitions: Option<Spanned<u32>>,
+    /// Busy wait per request in ns (`--spin-ns`; needs the calibrate feature).
+    pub spin_ns: Option<u64>,
     /// The figure a published study gave for this row, to set ours beside.
     pub original: Option<Spanned<analysis::Original>>,
 }
@@ -109,11 +111,66 @@ pub struct Settings {
 #[serde(deny_unknown_fields)]
 struct RawFile {
     title: Option<String>,
-    baseline: Option<String>,
+    baseline: Option<Spanned<String>>,
+    design: Option<Spanned<String>>,
+    paired: Option<Spanned<RawPaired>>,
     #[serde(default)]
     defaults: Settings,
     #[serde(default)]
     scenario: Vec<Settings>,
+}
+
+/// The `[paired]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPaired {
+    block: Option<String>,
+    settle: Option<String>,
+    budget: Option<String>,
+    target_ci_pct: Option<f64>,
+    min_blocks: Option<u32>,
+    seed: Option<u64>,
+}
+
+/// How the rows of a file are measured.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Design {
+    /// Each row alone, repetitions in rounds (A B C, A B C).
+    Sequential,
+    /// Each row against the baseline, both stacks up and loaded at once.
+    Paired(PairedSettings),
+}
+
+/// Settings of the paired design (see the crate README).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairedSettings {
+    /// Measured length of one block (both stacks fresh, one slot order).
+    pub block: Duration,
+    /// Load before each block's measured part, left out.
+    pub settle: Duration,
+    /// Most measuring time for one comparison.
+    pub budget: Duration,
+    /// Stop a comparison early once both metrics' 95% CIs are this narrow
+    /// (half-width, percent).
+    pub target_ci_pct: f64,
+    /// Fewest blocks before the target may stop a comparison (even: AB and
+    /// BA alike).
+    pub min_blocks: u32,
+    /// Seed of the slot orders (recorded, so a run can be repeated).
+    pub seed: u64,
+}
+
+impl Default for PairedSettings {
+    fn default() -> Self {
+        PairedSettings {
+            block: Duration::from_secs(10),
+            settle: Duration::from_secs(2),
+            budget: Duration::from_secs(180),
+            target_ci_pct: 0.5,
+            min_blocks: 6,
+            seed: 1,
+        }
+    }
 }
 
 /// One row, with every default applied.
@@ -143,6 +200,7 @@ pub struct Scenario {
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
     pub repetitions: u32,
+    pub spin_ns: Option<u64>,
     pub original: Option<analysis::Original>,
 }
 
@@ -154,6 +212,7 @@ pub struct ScenarioFile {
     pub name: String,
     pub title: String,
     pub baseline: Option<String>,
+    pub design: Design,
     pub scenarios: Vec<Scenario>,
 }
 
@@ -344,6 +403,10 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             .clone()
             .or_else(|| d.proxy.clone())
             .filter(|p| p != "none");
+        let spin_ns = o.spin_ns.or(d.spin_ns);
+        if spin_ns.is_some() && !features.iter().any(|f| f == "calibrate") {
+            return Err(err(at, "spin_ns needs the calibrate feature".into()));
+        }
         scenarios.push(Scenario {
             label: o.label.clone().unwrap_or_else(|| name.clone()),
             name,
@@ -378,7 +441,13 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             rate: o.rate.or(d.rate),
             server_cpus: o.server_cpus.clone().or_else(|| d.server_cpus.clone()),
             loadgen_cpus: o.loadgen_cpus.clone().or_else(|| d.loadgen_cpus.clone()),
-            repetitions: o.repetitions.or(d.repetitions).unwrap_or(1).max(1),
+            repetitions: o
+                .repetitions
+                .as_ref()
+                .or(d.repetitions.as_ref())
+                .map_or(1, |r| *r.get_ref())
+                .max(1),
+            spin_ns,
             original: match &o.original {
                 Some(sp) => match sp.get_ref().problem() {
                     Some(why) => return Err(err(sp.span().start, why.into())),
@@ -389,9 +458,50 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         });
     }
     if let Some(b) = &raw.baseline {
-        if !scenarios.iter().any(|s| &s.name == b) {
-            return Err(err(0, format!("baseline {b:?} is not a scenario name")));
+        if !scenarios.iter().any(|s| &s.name == b.get_ref()) {
+            return Err(err(
+                b.span().start,
+                format!("baseline {:?} is not a scenario name", b.get_ref()),
+            ));
         }
+    }
+    let design = match raw.design.as_ref().map(|d| (d.get_ref().as_str(), d.span())) {
+        None | Some(("sequential", _)) => Design::Sequential,
+        Some(("paired", span)) => {
+            if raw.baseline.is_none() {
+                return Err(err(
+                    span.start,
+                    "design = \"paired\" needs a baseline: every row is compared with it".into(),
+                ));
+            }
+            // Blocks, not repetitions or per-row durations, time a paired run.
+            for o in raw.scenario.iter().chain([&raw.defaults]) {
+                let keys = [
+                    ("duration", o.duration.as_ref().map(|x| x.span().start)),
+                    ("warmup", o.warmup.as_ref().map(|x| x.span().start)),
+                    ("repetitions", o.repetitions.as_ref().map(|x| x.span().start)),
+                ];
+                if let Some((key, at)) = keys.iter().find_map(|(k, a)| a.map(|a| (k, a))) {
+                    return Err(err(
+                        at,
+                        format!("{key} is not used by design = \"paired\": set block, settle and budget in [paired]"),
+                    ));
+                }
+            }
+            Design::Paired(paired_settings(raw.paired.as_ref(), &err)?)
+        }
+        Some((other, span)) => {
+            return Err(err(
+                span.start,
+                format!("unknown design {other:?}: use \"sequential\" or \"paired\""),
+            ))
+        }
+    };
+    if let (Design::Sequential, Some(p)) = (&design, &raw.paired) {
+        return Err(err(
+            p.span().start,
+            "[paired] needs design = \"paired\"".into(),
+        ));
     }
     let name = path
         .file_stem()
@@ -400,9 +510,48 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         path: path.to_owned(),
         title: raw.title.unwrap_or_else(|| name.clone()),
         name,
-        baseline: raw.baseline,
+        baseline: raw.baseline.map(Spanned::into_inner),
+        design,
         scenarios,
     })
+}
+
+fn paired_settings(
+    raw: Option<&Spanned<RawPaired>>,
+    err: &dyn Fn(usize, String) -> ScenarioError,
+) -> Result<PairedSettings, ScenarioError> {
+    let mut p = PairedSettings::default();
+    let Some(raw) = raw else { return Ok(p) };
+    let at = raw.span().start;
+    let r = raw.get_ref();
+    let dur = |v: &Option<String>, key: &str, fallback: Duration, zero_ok: bool| match v {
+        None => Ok(fallback),
+        Some(text) => match humantime::parse_duration(text) {
+            Ok(d) if zero_ok || !d.is_zero() => Ok(d),
+            Ok(_) => Err(err(at, format!("[paired] {key} must be more than zero"))),
+            Err(e) => Err(err(at, format!("[paired] bad {key} {text:?}: {e}"))),
+        },
+    };
+    p.block = dur(&r.block, "block", p.block, false)?;
+    p.settle = dur(&r.settle, "settle", p.settle, true)?;
+    p.budget = dur(&r.budget, "budget", p.budget, false)?;
+    if let Some(t) = r.target_ci_pct {
+        if !(t > 0.0 && t.is_finite()) {
+            return Err(err(at, "[paired] target_ci_pct must be above 0".into()));
+        }
+        p.target_ci_pct = t;
+    }
+    if let Some(m) = r.min_blocks {
+        if m < 2 || m % 2 == 1 {
+            return Err(err(
+                at,
+                "[paired] min_blocks must be even and at least 2 (AB and BA alike)".into(),
+            ));
+        }
+        p.min_blocks = m;
+    }
+    p.seed = r.seed.unwrap_or(p.seed);
+    Ok(p)
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -435,6 +584,26 @@ mod tests {
     }
 
     #[test]
+    fn paired_design_and_its_settings() {
+        let f = parse_str(
+            "design = \"paired\"\nbaseline = \"a\"\n[paired]\nblock = \"5s\"\nbudget = \"1m\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"actix\"\n",
+        )
+        .unwrap();
+        let Design::Paired(p) = f.design else {
+            panic!("not paired")
+        };
+        assert_eq!(p.block, Duration::from_secs(5));
+        assert_eq!(p.budget, Duration::from_secs(60));
+        assert_eq!(p.settle, PairedSettings::default().settle);
+        assert_eq!(
+            parse_str("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n")
+                .unwrap()
+                .design,
+            Design::Sequential
+        );
+    }
+
+    #[test]
     fn errors_name_the_file_and_line() {
         let cases = [
             ("[[scenario]]\nname = \"a\"\nserver = \"rocket\"\n", "t.toml:3: unknown server \"rocket\""),
@@ -446,6 +615,13 @@ mod tests {
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\noriginal = { rps = 0 }\n", "t.toml:4: original needs rps > 0"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\noriginal = { rps = 1, sd = -2 }\n", "t.toml:4: original needs rps > 0 and sd >= 0"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\noriginal = { rps = 1, mean = 2 }\n", "t.toml:4: unknown field `mean`"),
+            ("design = \"paired\"\nbaseline = \"nope\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: baseline \"nope\" is not a scenario name"),
+            ("design = \"paired\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: design = \"paired\" needs a baseline"),
+            ("design = \"duet\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: unknown design \"duet\""),
+            ("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrepetitions = 3\n", "t.toml:6: repetitions is not used by design = \"paired\""),
+            ("baseline = \"a\"\n[paired]\nblock = \"5s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: [paired] needs design = \"paired\""),
+            ("design = \"paired\"\nbaseline = \"a\"\n[paired]\nmin_blocks = 3\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:3: [paired] min_blocks must be even"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nspin_ns = 10\n", "t.toml:2: spin_ns needs the calibrate feature"),
         ];
         for (text, want) in cases {
             let got = parse_str(text).unwrap_err();

@@ -12,7 +12,8 @@ impl Exporter for MarkdownExporter {
     fn serialize(&self, report: &Report) -> anyhow::Result<Vec<u8>> {
         let mut out = String::new();
         writeln!(out, "# Results\n")?;
-        writeln!(
+        if !report.tables.is_empty() {
+            writeln!(
             out,
             "RPS per interval is its 2xx count over its measured length (the original study's rule); \
              each table shows the mean and the sample standard deviation (n - 1) of the interval RPS \
@@ -24,9 +25,11 @@ impl Exporter for MarkdownExporter {
              are not independent, so read small p-values as \"clearly apart\", not as exact odds).\n",
             report.skip
         )?;
+        }
         for table in &report.tables {
             table_section(&mut out, table)?;
         }
+        super::paired_md::sections(&mut out, &report.paired)?;
         Ok(out.into_bytes())
     }
 }

@@ -3,6 +3,8 @@
 
 mod json;
 mod markdown;
+mod paired_md;
+mod paired_svg;
 mod svg;
 
 pub use json::JsonExporter;
@@ -19,6 +21,11 @@ pub trait Exporter {
 /// File name of a table's RPS-over-time chart.
 pub fn time_chart_name(table: &TableReport) -> String {
     format!("{}-rps-over-time.svg", table.name)
+}
+
+/// File name of a paired table's chart of per-window ratios over time.
+pub fn paired_chart_name(table: &crate::paired::report::PairedTable) -> String {
+    format!("{}-paired-ratios.svg", table.name)
 }
 
 /// File name of a table's mean-with-CI bar chart.

@@ -24,6 +24,12 @@ pub fn charts(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
         out.push((time_chart_name(table), over_time(table)?));
         out.push((ci_chart_name(table), with_ci(table)?));
     }
+    for table in &report.paired {
+        out.push((
+            super::paired_chart_name(table),
+            super::paired_svg::ratios_over_time(table)?,
+        ));
+    }
     Ok(out)
 }
 

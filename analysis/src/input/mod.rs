@@ -36,6 +36,9 @@ pub struct Problem(pub String);
 pub struct TableSpec {
     pub title: Option<String>,
     pub baseline: Option<String>,
+    /// `"paired"`: the table's rows were measured against the baseline at
+    /// the same time (see [`crate::paired`]); absent: sequential.
+    pub design: Option<String>,
     #[serde(default)]
     pub row: Vec<RowSpec>,
 }
@@ -101,6 +104,15 @@ pub fn read_results(dir: &Path) -> Result<(Vec<TableInput>, Vec<Problem>), Probl
                 TableSpec::default()
             }
         };
+        if spec.design.as_deref() == Some("paired") {
+            tables.push(TableInput {
+                name,
+                dir: table_dir,
+                spec,
+                logs: Vec::new(),
+            });
+            continue;
+        }
         let logs = read_table(&table_dir, &mut problems);
         if !logs.is_empty() {
             tables.push(TableInput {
@@ -114,7 +126,7 @@ pub fn read_results(dir: &Path) -> Result<(Vec<TableInput>, Vec<Problem>), Probl
     Ok((tables, problems))
 }
 
-fn read_spec(dir: &Path) -> Result<TableSpec, Problem> {
+pub(crate) fn read_spec(dir: &Path) -> Result<TableSpec, Problem> {
     let path = dir.join("table.toml");
     if !path.exists() {
         return Ok(TableSpec::default());

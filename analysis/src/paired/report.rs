@@ -1,0 +1,213 @@
+//! Figures of a paired table: per compared row, the ratio to the baseline of
+//! 2xx/s and of server CPU per request, each with its 95% CIs, per machine
+//! state and per slot order.
+
+use std::path::Path;
+
+use super::input::{read_comparison, Comparison, Window};
+use super::stats::{self, RatioCi, State};
+use super::Order;
+use crate::input::{Problem, TableSpec};
+
+/// Seed of the bootstrap: fixed, so a report is a function of its data.
+pub const BOOTSTRAP_SEED: u64 = 2026;
+
+/// One metric's ratio with both intervals; `ci` (the union of the two) is
+/// the one a conclusion rests on.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Metric {
+    pub ratio: f64,
+    /// Student's t over the pairs, as if independent.
+    pub t: RatioCi,
+    /// Percentile bootstrap over blocks.
+    pub bootstrap: Option<RatioCi>,
+    /// The wider of the two on each side.
+    pub ci: RatioCi,
+    pub ci95_pct: f64,
+    pub pairs: usize,
+}
+
+/// Builds a metric from windows (`None` with fewer than 2 usable pairs).
+pub fn metric(windows: &[Window], f: impl Fn(&Window) -> Option<f64>) -> Option<Metric> {
+    let logs: Vec<f64> = windows.iter().filter_map(&f).collect();
+    let t = stats::t_ratio(&logs)?;
+    let mut blocks: Vec<Vec<f64>> = Vec::new();
+    let mut last = None;
+    for w in windows {
+        if let Some(x) = f(w) {
+            if last != Some(w.block) {
+                blocks.push(Vec::new());
+                last = Some(w.block);
+            }
+            blocks.last_mut().expect("pushed").push(x);
+        }
+    }
+    let bootstrap = stats::block_bootstrap(&blocks, BOOTSTRAP_SEED);
+    let ci = bootstrap.map_or(t, |b| t.union(&b));
+    Some(Metric {
+        ratio: t.ratio,
+        t,
+        bootstrap,
+        ci,
+        ci95_pct: ci.half_width_pct(),
+        pairs: logs.len(),
+    })
+}
+
+/// The RPS metric of `windows`.
+pub fn rps_metric(windows: &[Window]) -> Option<Metric> {
+    metric(windows, |w| Some(w.log_rps()))
+}
+
+/// The server-CPU-per-request metric of `windows`.
+pub fn cpu_metric(windows: &[Window]) -> Option<Metric> {
+    metric(windows, Window::log_cpu)
+}
+
+/// Ratios within one machine state (t interval only: fewer windows).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StateFigures {
+    pub state: State,
+    pub pairs: usize,
+    pub rps: Option<RatioCi>,
+    pub cpu: Option<RatioCi>,
+}
+
+/// One compared row.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PairedRow {
+    pub name: String,
+    pub label: String,
+    pub blocks: u32,
+    pub pairs: usize,
+    /// Intervals the pairing rules left out.
+    pub dropped: usize,
+    /// Absolute means on this machine on this day, for orientation only.
+    pub row_rps_mean: f64,
+    pub base_rps_mean: f64,
+    pub row_cpu_us_mean: Option<f64>,
+    pub base_cpu_us_mean: Option<f64>,
+    pub rps: Option<Metric>,
+    pub cpu: Option<Metric>,
+    /// RPS ratio with the row in the first slot, and with the baseline there.
+    pub rps_ab: Option<f64>,
+    pub rps_ba: Option<f64>,
+    /// Total 2xx/s (both stacks) dividing fast from slow windows, if two
+    /// states were found.
+    pub state_threshold: Option<f64>,
+    pub states: Vec<StateFigures>,
+    /// Every window, for the chart (not in summary.json).
+    #[serde(skip)]
+    pub windows: Vec<(Window, State)>,
+}
+
+/// A paired table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PairedTable {
+    pub name: String,
+    pub title: String,
+    pub baseline: String,
+    pub baseline_label: String,
+    pub rows: Vec<PairedRow>,
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    let (s, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    (n > 0).then(|| s / n as f64)
+}
+
+/// Figures for one compared row from its windows.
+pub fn row_figures(name: &str, label: &str, c: &Comparison) -> PairedRow {
+    let w = &c.windows;
+    let totals: Vec<f64> = w.iter().map(|w| w.row_rps + w.base_rps).collect();
+    let blocks: Vec<u32> = w.iter().map(|w| w.block).collect();
+    let (states, state_threshold) = stats::states(&totals, &blocks);
+    let by_state = |s: State| -> Vec<Window> {
+        w.iter()
+            .zip(&states)
+            .filter(|(_, st)| **st == s)
+            .map(|(w, _)| w.clone())
+            .collect()
+    };
+    let state_list: &[State] = if state_threshold.is_some() {
+        &[State::Fast, State::Slow]
+    } else {
+        &[]
+    };
+    let order_ratio = |o: Order| {
+        mean(w.iter().filter(|w| w.order == o).map(Window::log_rps)).map(f64::exp)
+    };
+    PairedRow {
+        name: name.into(),
+        label: label.into(),
+        blocks: c.blocks,
+        pairs: w.len(),
+        dropped: c.dropped,
+        row_rps_mean: mean(w.iter().map(|w| w.row_rps)).unwrap_or(0.0),
+        base_rps_mean: mean(w.iter().map(|w| w.base_rps)).unwrap_or(0.0),
+        row_cpu_us_mean: mean(w.iter().filter_map(|w| w.row_cpu_us)),
+        base_cpu_us_mean: mean(w.iter().filter_map(|w| w.base_cpu_us)),
+        rps: rps_metric(w),
+        cpu: cpu_metric(w),
+        rps_ab: order_ratio(Order::Ab),
+        rps_ba: order_ratio(Order::Ba),
+        state_threshold,
+        states: state_list
+            .iter()
+            .map(|&s| {
+                let ws = by_state(s);
+                let logs: Vec<f64> = ws.iter().map(Window::log_rps).collect();
+                let cpu: Vec<f64> = ws.iter().filter_map(Window::log_cpu).collect();
+                StateFigures {
+                    state: s,
+                    pairs: ws.len(),
+                    rps: stats::t_ratio(&logs),
+                    cpu: stats::t_ratio(&cpu),
+                }
+            })
+            .collect(),
+        windows: w.iter().cloned().zip(states).collect(),
+    }
+}
+
+/// Reads a paired table directory: one sub-directory per compared row, in
+/// `table.toml`'s order.
+pub fn build(name: &str, dir: &Path, spec: &TableSpec, problems: &mut Vec<Problem>) -> Option<PairedTable> {
+    let Some(baseline) = spec.baseline.clone() else {
+        problems.push(Problem(format!(
+            "{}: a paired table.toml needs a baseline",
+            dir.display()
+        )));
+        return None;
+    };
+    let label_of = |n: &str| {
+        spec.row
+            .iter()
+            .find(|r| r.name == n)
+            .and_then(|r| r.label.clone())
+            .unwrap_or_else(|| n.to_string())
+    };
+    let mut rows = Vec::new();
+    for r in spec.row.iter().filter(|r| r.name != baseline) {
+        let sub = dir.join(&r.name);
+        if !sub.is_dir() {
+            continue;
+        }
+        let c = read_comparison(&sub, problems);
+        if c.windows.is_empty() {
+            problems.push(Problem(format!("{}: no paired window", sub.display())));
+            continue;
+        }
+        rows.push(row_figures(&r.name, &label_of(&r.name), &c));
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    Some(PairedTable {
+        name: name.into(),
+        title: spec.title.clone().unwrap_or_else(|| name.into()),
+        baseline_label: label_of(&baseline),
+        baseline,
+        rows,
+    })
+}

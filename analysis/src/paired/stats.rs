@@ -1,0 +1,211 @@
+//! Statistics over paired windows: the mean log ratio with Student's t, a
+//! bootstrap over blocks, and the split of windows by machine state.
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// A ratio and its 95% confidence interval (all as ratios, not logs).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct RatioCi {
+    pub ratio: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl RatioCi {
+    /// Half-width as a percentage of the ratio (the wider side).
+    pub fn half_width_pct(&self) -> f64 {
+        (self.hi - self.ratio).max(self.ratio - self.lo) / self.ratio * 100.0
+    }
+
+    /// True when the interval contains 1.0.
+    pub fn contains_one(&self) -> bool {
+        self.lo <= 1.0 && self.hi >= 1.0
+    }
+
+    /// The smallest interval holding both.
+    pub fn union(&self, other: &RatioCi) -> RatioCi {
+        RatioCi {
+            ratio: self.ratio,
+            lo: self.lo.min(other.lo),
+            hi: self.hi.max(other.hi),
+        }
+    }
+}
+
+/// exp(mean) of log ratios with the t interval over the values as
+/// independent pairs; `None` with fewer than 2 values.
+pub fn t_ratio(logs: &[f64]) -> Option<RatioCi> {
+    let n = logs.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = logs.iter().sum::<f64>() / n as f64;
+    let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
+        .ok()?
+        .inverse_cdf(0.975);
+    let half = t * (var / n as f64).sqrt();
+    Some(RatioCi {
+        ratio: mean.exp(),
+        lo: (mean - half).exp(),
+        hi: (mean + half).exp(),
+    })
+}
+
+/// Resamples for [`block_bootstrap`].
+pub const RESAMPLES: usize = 4000;
+
+/// Percentile bootstrap of the mean log ratio, resampling whole blocks
+/// (each block's windows share two processes and a slot order, so they are
+/// not independent of each other); the seed is fixed, so the same data
+/// always give the same interval. `None` with fewer than 2 blocks.
+pub fn block_bootstrap(blocks: &[Vec<f64>], seed: u64) -> Option<RatioCi> {
+    let blocks: Vec<&Vec<f64>> = blocks.iter().filter(|b| !b.is_empty()).collect();
+    if blocks.len() < 2 {
+        return None;
+    }
+    let mean_of = |picked: &[&Vec<f64>]| {
+        let (sum, n) = picked
+            .iter()
+            .fold((0.0, 0usize), |(s, n), b| (s + b.iter().sum::<f64>(), n + b.len()));
+        sum / n as f64
+    };
+    let all = mean_of(&blocks);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut means = Vec::with_capacity(RESAMPLES);
+    let mut pick = Vec::with_capacity(blocks.len());
+    for _ in 0..RESAMPLES {
+        pick.clear();
+        for _ in 0..blocks.len() {
+            pick.push(*blocks.choose(&mut rng).expect("non-empty"));
+        }
+        means.push(mean_of(&pick));
+    }
+    means.sort_by(f64::total_cmp);
+    let at = |q: f64| means[((q * (RESAMPLES - 1) as f64).round() as usize).min(RESAMPLES - 1)];
+    Some(RatioCi {
+        ratio: all.exp(),
+        lo: at(0.025).exp(),
+        hi: at(0.975).exp(),
+    })
+}
+
+/// Machine state of a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Fast,
+    Slow,
+    /// Next to a window of the other state in the same block: it may hold
+    /// both states, so per-state figures leave it out.
+    Switch,
+    /// No second state found: every window is in one.
+    Steady,
+}
+
+/// Relative gap between the two groups' means below which the machine is
+/// taken to have one state.
+pub const STATE_GAP: f64 = 0.10;
+
+/// Splits windows by machine state from their total throughput (both stacks
+/// together, which the compared settings change little). The rule: sort the
+/// totals and cut them in two where the within-group variance is least
+/// (Otsu's method, 1-D two-means); if the groups' means differ by less than
+/// [`STATE_GAP`] of the lower, everything is [`State::Steady`]. A window
+/// next to one of the other group in the same block is [`State::Switch`].
+/// `blocks[i]` is the block of window `i`; windows are in time order.
+pub fn states(totals: &[f64], blocks: &[u32]) -> (Vec<State>, Option<f64>) {
+    let n = totals.len();
+    if n < 4 {
+        return (vec![State::Steady; n], None);
+    }
+    let mut sorted = totals.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let sum: f64 = sorted.iter().sum();
+    let (mut best, mut cut) = (f64::INFINITY, 0);
+    let mut left = 0.0;
+    for i in 1..n {
+        left += sorted[i - 1];
+        let (nl, nr) = (i as f64, (n - i) as f64);
+        let (ml, mr) = (left / nl, (sum - left) / nr);
+        let within: f64 = sorted[..i].iter().map(|x| (x - ml).powi(2)).sum::<f64>()
+            + sorted[i..].iter().map(|x| (x - mr).powi(2)).sum::<f64>();
+        if within < best {
+            best = within;
+            cut = i;
+        }
+    }
+    let ml = sorted[..cut].iter().sum::<f64>() / cut as f64;
+    let mr = sorted[cut..].iter().sum::<f64>() / (n - cut) as f64;
+    if (mr - ml) / ml < STATE_GAP {
+        return (vec![State::Steady; n], None);
+    }
+    let threshold = (sorted[cut - 1] + sorted[cut]) / 2.0;
+    let raw: Vec<State> = totals
+        .iter()
+        .map(|&t| {
+            if t >= threshold {
+                State::Fast
+            } else {
+                State::Slow
+            }
+        })
+        .collect();
+    let out = (0..n)
+        .map(|i| {
+            let differs = |j: usize| blocks[j] == blocks[i] && raw[j] != raw[i];
+            if (i > 0 && differs(i - 1)) || (i + 1 < n && differs(i + 1)) {
+                State::Switch
+            } else {
+                raw[i]
+            }
+        })
+        .collect();
+    (out, Some(threshold))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t_interval_worked_by_hand() {
+        // logs 0.01, 0.03, 0.02, 0.00, 0.04: mean 0.02, sd 0.0158114,
+        // se 0.00707107, t(0.975, 4) = 2.776445 -> half 0.0196324.
+        let ci = t_ratio(&[0.01, 0.03, 0.02, 0.00, 0.04]).unwrap();
+        assert!((ci.ratio - 0.02f64.exp()).abs() < 1e-12);
+        assert!((ci.lo - (0.02f64 - 0.019_632_4).exp()).abs() < 1e-6, "{ci:?}");
+        assert!((ci.hi - (0.02f64 + 0.019_632_4).exp()).abs() < 1e-6, "{ci:?}");
+        assert!(t_ratio(&[0.1]).is_none());
+    }
+
+    #[test]
+    fn bootstrap_over_identical_blocks_has_no_width_and_is_repeatable() {
+        let same = vec![vec![0.01, 0.03], vec![0.02, 0.02], vec![0.03, 0.01]];
+        let ci = block_bootstrap(&same, 7).unwrap();
+        assert!((ci.lo - 0.02f64.exp()).abs() < 1e-12 && (ci.hi - 0.02f64.exp()).abs() < 1e-12);
+        let spread = vec![vec![0.0], vec![0.1], vec![0.05], vec![-0.02]];
+        assert_eq!(block_bootstrap(&spread, 7), block_bootstrap(&spread, 7));
+        let ci = block_bootstrap(&spread, 7).unwrap();
+        // Resampled means lie within the block means' range.
+        assert!(ci.lo >= (-0.02f64).exp() - 1e-12 && ci.hi <= 0.1f64.exp() + 1e-12);
+        assert!(ci.lo < ci.ratio && ci.ratio < ci.hi);
+        assert!(block_bootstrap(&[vec![0.1]], 7).is_none());
+    }
+
+    #[test]
+    fn two_states_split_and_switches_marked() {
+        // Block 1: fast fast slow slow; block 2: slow slow slow fast.
+        let totals = [400.0, 410.0, 200.0, 205.0, 210.0, 198.0, 202.0, 405.0];
+        let blocks = [1, 1, 1, 1, 2, 2, 2, 2];
+        let (s, cut) = states(&totals, &blocks);
+        use State::*;
+        assert_eq!(s, vec![Fast, Switch, Switch, Slow, Slow, Slow, Switch, Switch]);
+        assert!((cut.unwrap() - (210.0 + 400.0) / 2.0).abs() < 1e-9);
+        // One state: within 10%.
+        let (s, cut) = states(&[100.0, 104.0, 101.0, 108.0], &[1, 1, 2, 2]);
+        assert_eq!((s, cut), (vec![Steady; 4], None));
+    }
+}

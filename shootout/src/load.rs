@@ -1,0 +1,105 @@
+//! One loadgen process against one stack: its command line, its process and
+//! what its jsonl log says afterwards.
+
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+
+use crate::host::Host;
+use crate::procs::Proc;
+use crate::scenario::{Request, Scenario};
+
+/// How long and when one loadgen runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub warmup: Duration,
+    pub duration: Duration,
+    /// A common start (`--start-at`) for loadgens that must share interval
+    /// boundaries.
+    pub start_at: Option<SystemTime>,
+}
+
+/// Builds loadgen's argv for scenario `s` against `target`.
+pub fn argv(loadgen: &Path, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<String> {
+    let mut argv = taskset(&s.loadgen_cpus);
+    argv.push(loadgen.display().to_string());
+    for (flag, value) in [
+        ("-c", s.connections.to_string()),
+        ("-t", s.threads.to_string()),
+        ("-d", humantime::format_duration(t.duration).to_string()),
+        ("--warmup", humantime::format_duration(t.warmup).to_string()),
+        (
+            "--interval",
+            humantime::format_duration(s.interval).to_string(),
+        ),
+        ("--format", "jsonl".into()),
+        ("--shard", s.name.clone()),
+    ] {
+        argv.extend([flag.into(), value]);
+    }
+    if let Some(at) = t.start_at {
+        let ms = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        argv.extend(["--start-at".into(), ms.to_string()]);
+    }
+    if let Some(rate) = s.rate {
+        argv.extend(["--rate".into(), rate.to_string()]);
+    }
+    match s.request {
+        Request::Get => {}
+        Request::Post => argv.extend(["--body".into(), "500".into()]),
+        Request::Binary => argv.extend(["--body-hex".into(), "f401".into()]),
+    }
+    argv.push(format!("http://{target}/"));
+    argv
+}
+
+/// `taskset -c CPUS` when the scenario pins, else nothing.
+pub fn taskset(cpus: &Option<String>) -> Vec<String> {
+    cpus.as_ref()
+        .map_or_else(Vec::new, |c| vec!["taskset".into(), "-c".into(), c.clone()])
+}
+
+/// Spawns `argv` on `host` with stdin closed.
+pub fn command(host: &Host, argv: Vec<String>) -> Command {
+    let argv = host.wrap(argv);
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).stdin(Stdio::null());
+    cmd
+}
+
+/// A running loadgen writing its jsonl to `log`, its stderr to `stderr`.
+pub fn spawn(host: &Host, argv: Vec<String>, log: &Path, stderr: &Path) -> anyhow::Result<Proc> {
+    let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let err = File::create(stderr).with_context(|| format!("creating {}", stderr.display()))?;
+    let mut cmd = command(host, argv);
+    cmd.stdout(out).stderr(err);
+    Proc::spawn("loadgen", &mut cmd)
+}
+
+/// What a finished loadgen's log says.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogTotals {
+    /// The summary's 2xx/s (measured part only).
+    pub rps: Option<f64>,
+    /// 2xx responses read, warm-up included.
+    pub acknowledged: u64,
+}
+
+/// Reads a loadgen jsonl log.
+pub fn read_log(path: &Path) -> anyhow::Result<LogTotals> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut t = LogTotals::default();
+    for line in text.lines() {
+        match serde_json::from_str::<loadgen::Record>(line) {
+            Ok(loadgen::Record::Interval(i)) => t.acknowledged = i.total_ok,
+            Ok(loadgen::Record::Summary(s)) => t.rps = Some(s.rps),
+            Err(_) => {}
+        }
+    }
+    Ok(t)
+}

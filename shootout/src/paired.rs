@@ -1,0 +1,436 @@
+//! The paired design: a row and the baseline measured at the same time.
+//!
+//! Schedule ("duet", Bulej et al. 2020, with randomized interleaving after
+//! Abedi & Brecht 2017): a comparison runs in blocks. In each block both
+//! stacks start fresh, with the same pinning, in a slot order (which stack
+//! starts first, and its loadgen first) that is AB or BA; every two blocks
+//! hold one of each, in a random order from the file's seed. Both loadgens
+//! start at one `--start-at` barrier, so their intervals cover the same
+//! wall-clock seconds; the runner reads both servers' CPU time at every
+//! interval boundary. After `settle` (left out), `block` is measured. Blocks
+//! go on until both metrics' 95% CIs are within `target_ci_pct` (after
+//! `min_blocks`) or until the next block would pass `budget`.
+//!
+//! Why at once rather than alternating: on the 2-vCPU VM this project is
+//! developed on, the machine flips between two throughput states several
+//! times a minute; alternating 2 s windows gave pairs whose ratio varied by
+//! 7-11% (A/A CI ±2.7-4.1% in 2 min), while loading both at once gave
+//! 1.5-2% per interval (A/A CI ±0.3-0.5% in 1 min): both stacks see the same
+//! machine state in every interval. See the crate README for this
+//! machine's calibration.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use analysis::paired::input::read_comparison;
+use analysis::paired::report::{cpu_metric, rps_metric};
+use analysis::paired::{block_stem, CpuSample, Order};
+use anyhow::{bail, Context};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use crate::counter::{self, CounterCheck};
+use crate::host::Placement;
+use crate::load::{self, Timing};
+use crate::procs::{group_cpu_ns, Proc};
+use crate::scenario::{PairedSettings, Scenario};
+use crate::stack::{Stack, StackSpec};
+use crate::{verify, Interrupted};
+
+/// What a paired comparison needs from the run.
+pub struct Ctx<'a> {
+    pub root: &'a Path,
+    pub loadgen_bin: &'a Path,
+    /// Server binary per variant.
+    pub binaries: &'a HashMap<String, PathBuf>,
+    pub table_dir: &'a Path,
+    pub tmp: PathBuf,
+    pub settings: &'a PairedSettings,
+    pub stop: &'a Arc<AtomicBool>,
+}
+
+/// One block, as meta.json keeps it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BlockRecord {
+    pub block: u32,
+    pub order: String,
+    pub row_startup_line: Option<String>,
+    pub base_startup_line: Option<String>,
+    pub row_counter: Option<CounterCheck>,
+    pub base_counter: Option<CounterCheck>,
+    pub row_loadgen_exit: Option<i32>,
+    pub base_loadgen_exit: Option<i32>,
+    pub row_server_exit: Option<i32>,
+    pub base_server_exit: Option<i32>,
+    pub seconds: f64,
+    pub error: Option<String>,
+}
+
+/// One comparison, as meta.json keeps it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ComparisonRecord {
+    pub row: String,
+    pub baseline: String,
+    pub row_variant: String,
+    pub base_variant: String,
+    pub server_cpus: Option<String>,
+    pub loadgen_cpus: Option<String>,
+    pub settings: String,
+    pub blocks: Vec<BlockRecord>,
+    pub pairs: usize,
+    pub seconds: f64,
+    /// `target`, `budget`, `interrupted` or `error`.
+    pub stopped_by: String,
+    pub rps_ratio: Option<f64>,
+    pub rps_ci95_pct: Option<f64>,
+    pub cpu_ratio: Option<f64>,
+    pub cpu_ci95_pct: Option<f64>,
+    pub netem: Option<String>,
+    pub error: Option<String>,
+}
+
+/// Runs blocks of `row` against `base` until the target or the budget.
+/// `index` keeps network namespaces of different comparisons apart.
+pub fn compare(
+    ctx: &Ctx,
+    base: &Scenario,
+    row: &Scenario,
+    index: usize,
+) -> (ComparisonRecord, Option<Interrupted>) {
+    let p = ctx.settings;
+    let mut rec = ComparisonRecord {
+        row: row.name.clone(),
+        baseline: base.name.clone(),
+        row_variant: row.variant(),
+        base_variant: base.variant(),
+        server_cpus: row.server_cpus.clone(),
+        loadgen_cpus: row.loadgen_cpus.clone(),
+        settings: format!(
+            "block {}, settle {}, budget {}, target ±{}%, min {} blocks, seed {}",
+            humantime::format_duration(p.block),
+            humantime::format_duration(p.settle),
+            humantime::format_duration(p.budget),
+            p.target_ci_pct,
+            p.min_blocks,
+            p.seed
+        ),
+        ..ComparisonRecord::default()
+    };
+    let dir = ctx.table_dir.join(&row.name);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        rec.error = Some(format!("creating {}: {e}", dir.display()));
+        rec.stopped_by = "error".into();
+        return (rec, None);
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(p.seed.wrapping_add(index as u64));
+    let started = Instant::now();
+    let mut next_order = Order::Ab;
+    let mut last_block = Duration::ZERO;
+    let mut interrupted = None;
+    for n in 1u32.. {
+        let done = n - 1;
+        let even = done % 2 == 0;
+        if even && done >= 2 {
+            if done >= p.min_blocks && within_target(&rec, p.target_ci_pct) {
+                rec.stopped_by = "target".into();
+                break;
+            }
+            if started.elapsed() + last_block > p.budget {
+                rec.stopped_by = "budget".into();
+                break;
+            }
+        }
+        if ctx.stop.load(Ordering::Relaxed) {
+            rec.stopped_by = "interrupted".into();
+            interrupted = Some(Interrupted);
+            break;
+        }
+        let order = if even {
+            if rng.gen_bool(0.5) {
+                Order::Ab
+            } else {
+                Order::Ba
+            }
+        } else {
+            next_order
+        };
+        next_order = match order {
+            Order::Ab => Order::Ba,
+            Order::Ba => Order::Ab,
+        };
+        let t0 = Instant::now();
+        let mut block = BlockRecord {
+            block: n,
+            order: order.as_str().into(),
+            ..BlockRecord::default()
+        };
+        let tmp = ctx.tmp.join(format!("{}-{n}", row.name));
+        let outcome = run_block(ctx, base, row, index, &dir, n, order, &mut block, &mut rec);
+        let _ = std::fs::remove_dir_all(&tmp);
+        last_block = t0.elapsed();
+        block.seconds = last_block.as_secs_f64();
+        let failed = outcome.err();
+        if let Some(e) = &failed {
+            block.error = Some(format!("{e:#}"));
+        }
+        rec.blocks.push(block);
+        update_figures(&mut rec, &dir);
+        eprintln!(
+            "  {} vs {}: block {n} ({}) {}",
+            row.name,
+            base.name,
+            order.as_str(),
+            progress(&rec)
+        );
+        if let Some(e) = failed {
+            if e.is::<Interrupted>() {
+                rec.stopped_by = "interrupted".into();
+                interrupted = Some(Interrupted);
+            } else {
+                rec.stopped_by = "error".into();
+                rec.error = Some(format!("block {n}: {e:#}"));
+            }
+            break;
+        }
+    }
+    rec.seconds = started.elapsed().as_secs_f64();
+    (rec, interrupted)
+}
+
+fn within_target(rec: &ComparisonRecord, target: f64) -> bool {
+    matches!((rec.rps_ci95_pct, rec.cpu_ci95_pct), (Some(a), Some(b)) if a <= target && b <= target)
+}
+
+/// Re-reads the comparison's blocks so far and updates the running figures.
+fn update_figures(rec: &mut ComparisonRecord, dir: &Path) {
+    let c = read_comparison(dir, &mut Vec::new());
+    rec.pairs = c.windows.len();
+    let rps = rps_metric(&c.windows);
+    let cpu = cpu_metric(&c.windows);
+    rec.rps_ratio = rps.map(|m| m.ratio);
+    rec.rps_ci95_pct = rps.map(|m| m.ci95_pct);
+    rec.cpu_ratio = cpu.map(|m| m.ratio);
+    rec.cpu_ci95_pct = cpu.map(|m| m.ci95_pct);
+}
+
+/// `2xx/s 0.9981 ± 0.41%, CPU/request 1.0030 ± 0.38% (96 pairs)`.
+pub fn progress(rec: &ComparisonRecord) -> String {
+    let m = |r: Option<f64>, ci: Option<f64>| match (r, ci) {
+        (Some(r), Some(ci)) => format!("{r:.4} ± {ci:.2}%"),
+        _ => "n/a".into(),
+    };
+    format!(
+        "2xx/s {}, CPU/request {} ({} pairs)",
+        m(rec.rps_ratio, rec.rps_ci95_pct),
+        m(rec.cpu_ratio, rec.cpu_ci95_pct),
+        rec.pairs
+    )
+}
+
+/// The two sides of a block, in slot order.
+struct Side<'a> {
+    role: &'static str,
+    scenario: &'a Scenario,
+    place: Placement,
+    stack: Option<Stack>,
+    before: u64,
+    loadgen: Option<Proc>,
+    log: PathBuf,
+}
+
+fn make_side<'s>(
+    role: &'static str,
+    scenario: &'s Scenario,
+    ns: usize,
+    dir: &Path,
+    stem: &str,
+) -> anyhow::Result<Side<'s>> {
+    Ok(Side {
+        role,
+        scenario,
+        place: Placement::new(scenario, ns)?,
+        stack: None,
+        before: 0,
+        loadgen: None,
+        log: dir.join(format!("{stem}.{role}.jsonl")),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_block(
+    ctx: &Ctx,
+    base: &Scenario,
+    row: &Scenario,
+    index: usize,
+    dir: &Path,
+    n: u32,
+    order: Order,
+    block: &mut BlockRecord,
+    rec: &mut ComparisonRecord,
+) -> anyhow::Result<()> {
+    let stem = block_stem(n, order);
+    let tmp = ctx.tmp.join(format!("{}-{n}", row.name));
+    let row_side = make_side("row", row, 2 * index, dir, &stem)?;
+    let base_side = make_side("base", base, 2 * index + 1, dir, &stem)?;
+    if let Some(why) = row_side.place.netem.clone().or(base_side.place.netem.clone()) {
+        rec.netem = Some(why);
+    }
+    let mut sides = match order {
+        Order::Ab => [row_side, base_side],
+        Order::Ba => [base_side, row_side],
+    };
+    // Start and verify, slot 1 first.
+    for s in sides.iter_mut() {
+        let spec = StackSpec {
+            root: ctx.root,
+            scenario: s.scenario,
+            server_bin: &ctx.binaries[&s.scenario.variant()],
+            tmp: tmp.join(s.role),
+        };
+        let stack = Stack::start(&spec, &s.place).with_context(|| format!("starting the {} stack", s.role))?;
+        let verified = stack.verify(&s.place.client)?;
+        s.before = verified.map_or(0, |v| v.count);
+        let line = Some(stack.startup_line.clone());
+        if s.role == "row" {
+            block.row_startup_line = line;
+        } else {
+            block.base_startup_line = line;
+        }
+        s.stack = Some(stack);
+    }
+    // One barrier for both loadgens, far enough ahead for both to start.
+    let start_at = SystemTime::now() + Duration::from_millis(500);
+    let start_instant = Instant::now() + Duration::from_millis(500);
+    let timing = Timing {
+        warmup: ctx.settings.settle,
+        duration: ctx.settings.block,
+        start_at: Some(start_at),
+    };
+    for s in sides.iter_mut() {
+        let target = s.stack.as_ref().expect("started").target;
+        let argv = load::argv(ctx.loadgen_bin, s.scenario, target, timing);
+        let err = tmp.join(format!("loadgen-{}.stderr", s.role));
+        s.loadgen = Some(load::spawn(&s.place.client, argv, &s.log, &err)?);
+    }
+    let boundaries = (timing.warmup.as_nanos().div_ceil(row.interval.as_nanos())
+        + timing.duration.as_nanos().div_ceil(row.interval.as_nanos())) as u64;
+    sample_cpu(
+        ctx,
+        &mut sides,
+        &dir.join(format!("{stem}.cpu.jsonl")),
+        start_instant,
+        boundaries,
+    )?;
+
+    // Both loadgens have exited; read, check and stop, recording as we go.
+    for s in sides.iter_mut() {
+        let status = s.loadgen.as_mut().and_then(Proc::wait);
+        let code = status.and_then(|st| st.code());
+        let totals = load::read_log(&s.log)?;
+        let stack = s.stack.take().expect("started");
+        let check = if verify::post_body(s.scenario.request).is_some() && !stack.is_ceiling() {
+            let after = stack.count(&s.place.client)?;
+            Some(counter::check(s.before, after, totals.acknowledged, s.scenario.connections))
+        } else {
+            None
+        };
+        let (stopped, result) = stack.stop();
+        if s.role == "row" {
+            block.row_loadgen_exit = code;
+            block.row_server_exit = stopped.server_exit;
+        } else {
+            block.base_loadgen_exit = code;
+            block.base_server_exit = stopped.server_exit;
+        }
+        if status.is_some_and(|st| !st.success()) {
+            let msg = std::fs::read_to_string(tmp.join(format!("loadgen-{}.stderr", s.role)))
+                .unwrap_or_default();
+            bail!("the {} loadgen exited with {code:?}: {}", s.role, msg.trim());
+        }
+        if let Some(check) = check {
+            let check = check.with_context(|| format!("the {} stack", s.role))?;
+            if s.role == "row" {
+                block.row_counter = Some(check);
+            } else {
+                block.base_counter = Some(check);
+            }
+        }
+        result.with_context(|| format!("the {} stack", s.role))?;
+    }
+    Ok(())
+}
+
+/// Reads both servers' CPU time at every interval boundary until both
+/// loadgens exit, writing one [`CpuSample`] per boundary as it goes.
+/// Samples boundaries 0..=`last`, then waits for both loadgens to exit.
+fn sample_cpu(
+    ctx: &Ctx,
+    sides: &mut [Side; 2],
+    path: &Path,
+    start: Instant,
+    last: u64,
+) -> anyhow::Result<()> {
+    let interval = sides[0].scenario.interval;
+    let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    let cpu = |s: &Side| -> u64 {
+        let st = s.stack.as_ref().expect("started");
+        group_cpu_ns(st.server_pid()).unwrap_or(0)
+            + st.nginx_pid().and_then(group_cpu_ns).unwrap_or(0)
+    };
+    let stop_all = |sides: &mut [Side; 2]| {
+        for s in sides.iter_mut() {
+            if let Some(l) = s.loadgen.as_mut() {
+                l.stop(Duration::from_secs(2));
+            }
+        }
+    };
+    for k in 0..=last {
+        let due = start + interval * k as u32;
+        while Instant::now() < due {
+            if ctx.stop.load(Ordering::Relaxed) {
+                stop_all(sides);
+                return Err(Interrupted.into());
+            }
+            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
+        }
+        let (a, b) = (cpu(&sides[0]), cpu(&sides[1]));
+        let (row_cpu_ns, base_cpu_ns) = if sides[0].role == "row" { (a, b) } else { (b, a) };
+        let unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let line = serde_json::to_string(&CpuSample {
+            k,
+            unix_ms,
+            row_cpu_ns,
+            base_cpu_ns,
+        })?;
+        writeln!(out, "{line}").and_then(|_| out.flush())?;
+        let mut dead = None;
+        for s in sides.iter_mut() {
+            if let Err(e) = s.stack.as_mut().expect("started").check_alive() {
+                dead = Some(e.context(format!("the {} stack", s.role)));
+            }
+        }
+        if let Some(e) = dead {
+            stop_all(sides);
+            return Err(e);
+        }
+    }
+    // The loadgens stop at the last boundary; give them time to write their
+    // summaries, then stop whatever still runs.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    for s in sides.iter_mut() {
+        if let Some(l) = s.loadgen.as_mut() {
+            while l.try_wait().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            l.stop(Duration::from_secs(2));
+        }
+    }
+    Ok(())
+}
