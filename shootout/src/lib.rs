@@ -2,6 +2,7 @@
 //! leaves raw data, metadata and the analysed report in `results/<run>/`.
 
 pub mod build;
+pub mod calibrate;
 pub mod counter;
 pub mod host;
 pub mod load;
@@ -12,8 +13,8 @@ pub mod output;
 pub mod paired;
 pub mod procs;
 pub mod record;
-pub mod sequential;
 pub mod scenario;
+pub mod sequential;
 pub mod stack;
 pub mod verify;
 
@@ -25,8 +26,8 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::record::RowRecord;
-use crate::sequential::Job;
 use crate::scenario::{Design, Scenario, ScenarioFile};
+use crate::sequential::Job;
 use std::collections::HashMap;
 
 /// The run was stopped by SIGINT or SIGTERM.
@@ -62,7 +63,11 @@ impl RunOutcome {
     /// Rows or comparisons that failed.
     pub fn failed(&self) -> usize {
         self.rows.iter().filter(|r| r.error.is_some()).count()
-            + self.comparisons.iter().filter(|c| c.error.is_some()).count()
+            + self
+                .comparisons
+                .iter()
+                .filter(|c| c.error.is_some())
+                .count()
     }
 
     /// Rows or comparisons run.
@@ -105,7 +110,10 @@ pub fn run_file(
             p.budget = opts.budget.unwrap_or(p.budget);
             // Every row is measured against the baseline, which runs in
             // every comparison (and is not compared with itself).
-            let base = file.baseline.clone().expect("the parser requires a baseline");
+            let base = file
+                .baseline
+                .clone()
+                .expect("the parser requires a baseline");
             if opts.only.as_ref() == Some(&base) {
                 anyhow::bail!(
                     "{}: {base:?} is the baseline; compare it with itself through a row with the same settings (an A/A row)",
@@ -113,7 +121,11 @@ pub fn run_file(
                 );
             }
             if !scenarios.iter().any(|s| s.name == base) {
-                let b = file.scenarios.iter().find(|s| s.name == base).expect("parsed");
+                let b = file
+                    .scenarios
+                    .iter()
+                    .find(|s| s.name == base)
+                    .expect("parsed");
                 scenarios.insert(0, b.clone());
             }
         }
@@ -249,7 +261,10 @@ fn run_paired(
     settings: &scenario::PairedSettings,
     meta: &mut meta::Meta,
 ) -> anyhow::Result<RunOutcome> {
-    let base_name = file.baseline.as_deref().expect("the parser requires a baseline");
+    let base_name = file
+        .baseline
+        .as_deref()
+        .expect("the parser requires a baseline");
     let base = scenarios
         .iter()
         .find(|s| s.name == base_name)
@@ -377,7 +392,7 @@ fn print_row(r: &RowRecord, reps: u32) {
 }
 
 /// Renders README.md, summary.json and charts for the run directory.
-fn analyse(dir: &Path) {
+pub(crate) fn analyse(dir: &Path) {
     let (report, problems) = analysis::analyse(dir, &analysis::Options::default());
     for p in &problems {
         eprintln!("shootout: analysis: {p}");

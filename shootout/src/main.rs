@@ -45,6 +45,41 @@ enum Cmd {
     },
     /// List the scenarios of FILE with their settings.
     List { file: PathBuf },
+    /// Measure what difference this machine can resolve: an A/A comparison
+    /// and a positive control (a known added CPU cost per request), both in
+    /// the paired design; writes calibration.json.
+    Calibrate {
+        /// Measuring time for both comparisons together, in minutes.
+        #[arg(long, default_value_t = 8.0)]
+        minutes: f64,
+        /// Where the run directory goes.
+        #[arg(long, default_value = "results", value_name = "DIR")]
+        out: PathBuf,
+        /// Server to calibrate with.
+        #[arg(long, value_enum, default_value_t = ServerArg::Actix)]
+        server: ServerArg,
+        /// The control's added CPU per request, in percent of the measured cost.
+        #[arg(long, default_value_t = 2.0, value_name = "PERCENT")]
+        spin_pct: f64,
+        /// Measured length of one block.
+        #[arg(long, default_value = "10s", value_parser = duration)]
+        block: Duration,
+        /// Load before each block's measured part (left out).
+        #[arg(long, default_value = "2s", value_parser = duration)]
+        settle: Duration,
+        /// Connections per loadgen.
+        #[arg(long, default_value_t = 256)]
+        connections: u32,
+        /// Build profile: `dev` only checks the machinery quickly; its numbers mean nothing.
+        #[arg(long, value_enum, default_value_t = shootout::build::Profile::Release)]
+        build_profile: shootout::build::Profile,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ServerArg {
+    Actix,
+    Ntex,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -58,6 +93,31 @@ fn duration(s: &str) -> Result<Duration, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Cmd::Calibrate {
+            minutes,
+            out,
+            server,
+            spin_pct,
+            block,
+            settle,
+            connections,
+            build_profile,
+        } => {
+            let opts = shootout::calibrate::CalibrateOptions {
+                server: match server {
+                    ServerArg::Actix => shootout::scenario::Server::Actix,
+                    ServerArg::Ntex => shootout::scenario::Server::Ntex,
+                },
+                minutes,
+                spin_pct,
+                block,
+                settle,
+                connections,
+                out,
+                profile: build_profile,
+            };
+            calibrate(&opts)
+        }
         Cmd::List { file } => match shootout::scenario::load(&file) {
             Ok(f) => match f.write_list(&mut std::io::stdout().lock()) {
                 // A reader that stops early (`| head`) is not an error.
@@ -87,10 +147,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let stop = Arc::new(AtomicBool::new(false));
-            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-                let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
-            }
+            let stop = stop_flag();
             let opts = shootout::RunOptions {
                 only,
                 duration,
@@ -124,6 +181,38 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+fn stop_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+    }
+    stop
+}
+
+fn calibrate(opts: &shootout::calibrate::CalibrateOptions) -> ExitCode {
+    match shootout::calibrate::run(opts, &stop_flag()) {
+        Ok(outcome) => {
+            let mut out = std::io::stdout().lock();
+            if let Some(c) = &outcome.calibration {
+                for line in shootout::calibrate::summary_lines(c) {
+                    let _ = writeln!(out, "{line}");
+                }
+            }
+            let _ = writeln!(out, "results: {}", outcome.dir.display());
+            if outcome.interrupted {
+                eprintln!("shootout: interrupted; everything started was stopped");
+                ExitCode::from(130)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("shootout: {e:#}");
+            ExitCode::FAILURE
         }
     }
 }

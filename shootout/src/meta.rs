@@ -72,9 +72,17 @@ fn crate_versions(root: &Path) -> Vec<(String, String)> {
     out
 }
 
+/// The CPU model from /proc/cpuinfo.
+pub fn cpu_model() -> Option<String> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+}
+
 impl Meta {
     pub fn collect(root: &Path, file: &ScenarioFile) -> Meta {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         Meta {
             date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             git_sha: output(
@@ -96,10 +104,7 @@ impl Meta {
             rustc: output("rustc", &["-V"]),
             crate_versions: crate_versions(root),
             nginx: crate::nginx::version(),
-            cpu_model: cpuinfo
-                .lines()
-                .find_map(|l| l.strip_prefix("model name"))
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()),
+            cpu_model: cpu_model(),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             kernel: output("uname", &["-r"]),
             interrupted: false,

@@ -9,7 +9,7 @@
 //! wall-clock seconds; the runner reads both servers' CPU time at every
 //! interval boundary. After `settle` (left out), `block` is measured. Blocks
 //! go on until both metrics' 95% CIs are within `target_ci_pct` (after
-//! `min_blocks`) or until the next block would pass `budget`.
+//! `min_blocks`) or until the next two blocks would pass `budget`.
 //!
 //! Why at once rather than alternating: on the 2-vCPU VM this project is
 //! developed on, the machine flips between two throughput states several
@@ -17,10 +17,10 @@
 //! 7-11% (A/A CI ±2.7-4.1% in 2 min), while loading both at once gave
 //! 1.5-2% per interval (A/A CI ±0.3-0.5% in 1 min): both stacks see the same
 //! machine state in every interval. See the crate README for this
-//! machine's calibration.
+//! machine's calibration. `schedule = "alternate"` runs the other
+//! design (slot 1's load, then slot 2's, within each block) for comparison.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -37,7 +37,7 @@ use crate::counter::{self, CounterCheck};
 use crate::host::Placement;
 use crate::load::{self, Timing};
 use crate::procs::{group_cpu_ns, Proc};
-use crate::scenario::{PairedSettings, Scenario};
+use crate::scenario::{PairedSettings, Scenario, Schedule};
 use crate::stack::{Stack, StackSpec};
 use crate::{verify, Interrupted};
 
@@ -110,14 +110,16 @@ pub fn compare(
         server_cpus: row.server_cpus.clone(),
         loadgen_cpus: row.loadgen_cpus.clone(),
         settings: format!(
-            "block {}, settle {}, budget {}, target ±{}%, min {} blocks, seed {}",
+            "{:?}, block {}, settle {}, budget {}, target ±{}%, min {} blocks, seed {}",
+            p.schedule,
             humantime::format_duration(p.block),
             humantime::format_duration(p.settle),
             humantime::format_duration(p.budget),
             p.target_ci_pct,
             p.min_blocks,
             p.seed
-        ),
+        )
+        .to_lowercase(),
         ..ComparisonRecord::default()
     };
     let dir = ctx.table_dir.join(&row.name);
@@ -139,7 +141,9 @@ pub fn compare(
                 rec.stopped_by = "target".into();
                 break;
             }
-            if started.elapsed() + last_block > p.budget {
+            // Blocks come in twos (AB and BA): stop when two more would
+            // pass the budget.
+            if started.elapsed() + 2 * last_block > p.budget {
                 rec.stopped_by = "budget".into();
                 break;
             }
@@ -276,7 +280,12 @@ fn run_block(
     let tmp = ctx.tmp.join(format!("{}-{n}", row.name));
     let row_side = make_side("row", row, 2 * index, dir, &stem)?;
     let base_side = make_side("base", base, 2 * index + 1, dir, &stem)?;
-    if let Some(why) = row_side.place.netem.clone().or(base_side.place.netem.clone()) {
+    if let Some(why) = row_side
+        .place
+        .netem
+        .clone()
+        .or(base_side.place.netem.clone())
+    {
         rec.netem = Some(why);
     }
     let mut sides = match order {
@@ -291,7 +300,8 @@ fn run_block(
             server_bin: &ctx.binaries[&s.scenario.variant()],
             tmp: tmp.join(s.role),
         };
-        let stack = Stack::start(&spec, &s.place).with_context(|| format!("starting the {} stack", s.role))?;
+        let stack = Stack::start(&spec, &s.place)
+            .with_context(|| format!("starting the {} stack", s.role))?;
         let verified = stack.verify(&s.place.client)?;
         s.before = verified.map_or(0, |v| v.count);
         let line = Some(stack.startup_line.clone());
@@ -302,29 +312,36 @@ fn run_block(
         }
         s.stack = Some(stack);
     }
-    // One barrier for both loadgens, far enough ahead for both to start.
-    let start_at = SystemTime::now() + Duration::from_millis(500);
-    let start_instant = Instant::now() + Duration::from_millis(500);
-    let timing = Timing {
-        warmup: ctx.settings.settle,
-        duration: ctx.settings.block,
-        start_at: Some(start_at),
+    // Duet: both loadgens at one barrier. Alternate: slot 1's, then slot 2's.
+    let samples = match ctx.settings.schedule {
+        Schedule::Duet => load_and_sample(ctx, &mut sides, &[0, 1], &tmp)?,
+        Schedule::Alternate => {
+            let first = load_and_sample(ctx, &mut sides, &[0], &tmp)?;
+            let second = load_and_sample(ctx, &mut sides, &[1], &tmp)?;
+            first
+                .into_iter()
+                .zip(second)
+                .map(|((k, ms, a), (_, _, b))| (k, ms, [a[0], b[1]]))
+                .collect()
+        }
     };
-    for s in sides.iter_mut() {
-        let target = s.stack.as_ref().expect("started").target;
-        let argv = load::argv(ctx.loadgen_bin, s.scenario, target, timing);
-        let err = tmp.join(format!("loadgen-{}.stderr", s.role));
-        s.loadgen = Some(load::spawn(&s.place.client, argv, &s.log, &err)?);
+    let path = dir.join(format!("{stem}.cpu.jsonl"));
+    let mut lines = String::new();
+    for (k, unix_ms, ns) in samples {
+        let (row_cpu_ns, base_cpu_ns) = if sides[0].role == "row" {
+            (ns[0], ns[1])
+        } else {
+            (ns[1], ns[0])
+        };
+        lines += &serde_json::to_string(&CpuSample {
+            k,
+            unix_ms,
+            row_cpu_ns,
+            base_cpu_ns,
+        })?;
+        lines.push('\n');
     }
-    let boundaries = (timing.warmup.as_nanos().div_ceil(row.interval.as_nanos())
-        + timing.duration.as_nanos().div_ceil(row.interval.as_nanos())) as u64;
-    sample_cpu(
-        ctx,
-        &mut sides,
-        &dir.join(format!("{stem}.cpu.jsonl")),
-        start_instant,
-        boundaries,
-    )?;
+    std::fs::write(&path, lines).with_context(|| format!("writing {}", path.display()))?;
 
     // Both loadgens have exited; read, check and stop, recording as we go.
     for s in sides.iter_mut() {
@@ -334,7 +351,12 @@ fn run_block(
         let stack = s.stack.take().expect("started");
         let check = if verify::post_body(s.scenario.request).is_some() && !stack.is_ceiling() {
             let after = stack.count(&s.place.client)?;
-            Some(counter::check(s.before, after, totals.acknowledged, s.scenario.connections))
+            Some(counter::check(
+                s.before,
+                after,
+                totals.acknowledged,
+                s.scenario.connections,
+            ))
         } else {
             None
         };
@@ -349,7 +371,11 @@ fn run_block(
         if status.is_some_and(|st| !st.success()) {
             let msg = std::fs::read_to_string(tmp.join(format!("loadgen-{}.stderr", s.role)))
                 .unwrap_or_default();
-            bail!("the {} loadgen exited with {code:?}: {}", s.role, msg.trim());
+            bail!(
+                "the {} loadgen exited with {code:?}: {}",
+                s.role,
+                msg.trim()
+            );
         }
         if let Some(check) = check {
             let check = check.with_context(|| format!("the {} stack", s.role))?;
@@ -364,19 +390,37 @@ fn run_block(
     Ok(())
 }
 
-/// Reads both servers' CPU time at every interval boundary until both
-/// loadgens exit, writing one [`CpuSample`] per boundary as it goes.
-/// Samples boundaries 0..=`last`, then waits for both loadgens to exit.
-fn sample_cpu(
+/// One CPU reading of both slots at boundary `k`: (k, Unix ms, ns per slot).
+type Sample = (u64, u64, [u64; 2]);
+
+/// Starts the loadgens of the `active` slots at one barrier, reads their
+/// servers' CPU time at every interval boundary (0 = the start), and
+/// returns once they have exited. Every stack must stay alive meanwhile.
+fn load_and_sample(
     ctx: &Ctx,
     sides: &mut [Side; 2],
-    path: &Path,
-    start: Instant,
-    last: u64,
-) -> anyhow::Result<()> {
+    active: &[usize],
+    tmp: &Path,
+) -> anyhow::Result<Vec<Sample>> {
+    // Far enough ahead for every loadgen to start.
+    let start_at = SystemTime::now() + Duration::from_millis(500);
+    let start = Instant::now() + Duration::from_millis(500);
+    let timing = Timing {
+        warmup: ctx.settings.settle,
+        duration: ctx.settings.block,
+        start_at: Some(start_at),
+    };
+    for &i in active {
+        let s = &mut sides[i];
+        let target = s.stack.as_ref().expect("started").target;
+        let argv = load::argv(ctx.loadgen_bin, s.scenario, target, timing);
+        let err = tmp.join(format!("loadgen-{}.stderr", s.role));
+        s.loadgen = Some(load::spawn(&s.place.client, argv, &s.log, &err)?);
+    }
     let interval = sides[0].scenario.interval;
-    let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut out = std::io::BufWriter::new(file);
+    let last = (timing.warmup.as_nanos().div_ceil(interval.as_nanos())
+        + timing.duration.as_nanos().div_ceil(interval.as_nanos())) as u64;
+    let mut samples = Vec::new();
     let cpu = |s: &Side| -> u64 {
         let st = s.stack.as_ref().expect("started");
         group_cpu_ns(st.server_pid()).unwrap_or(0)
@@ -398,18 +442,11 @@ fn sample_cpu(
             }
             std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
         }
-        let (a, b) = (cpu(&sides[0]), cpu(&sides[1]));
-        let (row_cpu_ns, base_cpu_ns) = if sides[0].role == "row" { (a, b) } else { (b, a) };
+        let ns = [cpu(&sides[0]), cpu(&sides[1])];
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let line = serde_json::to_string(&CpuSample {
-            k,
-            unix_ms,
-            row_cpu_ns,
-            base_cpu_ns,
-        })?;
-        writeln!(out, "{line}").and_then(|_| out.flush())?;
+        samples.push((k, unix_ms, ns));
         let mut dead = None;
         for s in sides.iter_mut() {
             if let Err(e) = s.stack.as_mut().expect("started").check_alive() {
@@ -432,5 +469,5 @@ fn sample_cpu(
             l.stop(Duration::from_secs(2));
         }
     }
-    Ok(())
+    Ok(samples)
 }

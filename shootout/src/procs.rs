@@ -101,25 +101,7 @@ pub fn usage(pgid: i32) -> Option<Usage> {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     let mut total = Usage::default();
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // Fields after the command name (which may hold spaces) start after ')'.
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
-        if fields.get(2).and_then(|g| g.parse::<i32>().ok()) != Some(pgid) {
-            continue;
-        }
+    for (pid, fields) in group(pgid)? {
         let ticks: f64 = [11, 12]
             .iter()
             .filter_map(|&i| fields.get(i)?.parse::<f64>().ok())
@@ -139,13 +121,10 @@ pub fn usage(pgid: i32) -> Option<Usage> {
     (total.processes > 0).then_some(total)
 }
 
-/// CPU time (user + system) of every thread of every process in group
-/// `pgid`, in nanoseconds, from `/proc/PID/task/TID/schedstat` (nanosecond
-/// resolution, where `/proc/PID/stat` counts 10 ms ticks). `None` once no
-/// process of the group is left.
-pub fn group_cpu_ns(pgid: i32) -> Option<u64> {
-    let mut total = 0u64;
-    let mut found = false;
+/// The processes of group `pgid`, each with the fields of its
+/// `/proc/PID/stat` after the command name (field 0 is the state).
+fn group(pgid: i32) -> Option<Vec<(i32, Vec<String>)>> {
+    let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Some(pid) = entry
             .file_name()
@@ -154,16 +133,37 @@ pub fn group_cpu_ns(pgid: i32) -> Option<u64> {
         else {
             continue;
         };
-        if pid != pgid && process_group(pid) != Some(pgid) {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
+        };
+        // Fields after the command name (which may hold spaces) start after ')'.
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let fields: Vec<String> = stat[close + 2..]
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        if fields.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(pgid) {
+            out.push((pid, fields));
         }
+    }
+    Some(out)
+}
+
+/// CPU time (user + system) of every thread of every process in group
+/// `pgid`, in nanoseconds, from `/proc/PID/task/TID/schedstat` (nanosecond
+/// resolution, where `/proc/PID/stat` counts 10 ms ticks). `None` once no
+/// process of the group is left.
+pub fn group_cpu_ns(pgid: i32) -> Option<u64> {
+    let procs = group(pgid)?;
+    let mut total = 0u64;
+    for (pid, _) in &procs {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
             continue;
         };
-        found = true;
         for task in tasks.flatten() {
-            let path = task.path().join("schedstat");
-            if let Some(ns) = std::fs::read_to_string(path)
+            if let Some(ns) = std::fs::read_to_string(task.path().join("schedstat"))
                 .ok()
                 .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
             {
@@ -171,11 +171,5 @@ pub fn group_cpu_ns(pgid: i32) -> Option<u64> {
             }
         }
     }
-    found.then_some(total)
-}
-
-fn process_group(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let close = stat.rfind(')')?;
-    stat[close + 2..].split_whitespace().nth(2)?.parse().ok()
+    (!procs.is_empty()).then_some(total)
 }

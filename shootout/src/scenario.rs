@@ -124,6 +124,7 @@ struct RawFile {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPaired {
+    schedule: Option<Schedule>,
     block: Option<String>,
     settle: Option<String>,
     budget: Option<String>,
@@ -141,9 +142,20 @@ pub enum Design {
     Paired(PairedSettings),
 }
 
+/// How the two stacks of a paired block are loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Schedule {
+    /// Both at once (the default; see `paired.rs` for why).
+    Duet,
+    /// One after the other within the block, each for settle + block.
+    Alternate,
+}
+
 /// Settings of the paired design (see the crate README).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairedSettings {
+    pub schedule: Schedule,
     /// Measured length of one block (both stacks fresh, one slot order).
     pub block: Duration,
     /// Load before each block's measured part, left out.
@@ -163,6 +175,7 @@ pub struct PairedSettings {
 impl Default for PairedSettings {
     fn default() -> Self {
         PairedSettings {
+            schedule: Schedule::Duet,
             block: Duration::from_secs(10),
             settle: Duration::from_secs(2),
             budget: Duration::from_secs(180),
@@ -226,10 +239,23 @@ impl ScenarioFile {
             self.path.display(),
             self.scenarios.len()
         )?;
+        if let Design::Paired(p) = &self.design {
+            writeln!(
+                out,
+                "  paired against {:?}: {:?} schedule, blocks of {} after {} settle, budget {} per comparison, target ±{}%",
+                self.baseline.as_deref().unwrap_or(""),
+                p.schedule,
+                humantime::format_duration(p.block),
+                humantime::format_duration(p.settle),
+                humantime::format_duration(p.budget),
+                p.target_ci_pct
+            )?;
+        }
+        let paired = matches!(self.design, Design::Paired(_));
         for s in &self.scenarios {
             writeln!(
                 out,
-                "  {:<28} {:<45} {:?}{} log={:?} {:?} c={} d={}{}",
+                "  {:<28} {:<45} {:?}{} log={:?} {:?} c={}{}{}",
                 s.name,
                 s.variant(),
                 s.topology,
@@ -239,7 +265,11 @@ impl ScenarioFile {
                 s.log,
                 s.request,
                 s.connections,
-                humantime::format_duration(s.duration),
+                if paired {
+                    String::new()
+                } else {
+                    format!(" d={}", humantime::format_duration(s.duration))
+                },
                 if s.repetitions > 1 {
                     format!(" x{}", s.repetitions)
                 } else {
@@ -465,7 +495,11 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             ));
         }
     }
-    let design = match raw.design.as_ref().map(|d| (d.get_ref().as_str(), d.span())) {
+    let design = match raw
+        .design
+        .as_ref()
+        .map(|d| (d.get_ref().as_str(), d.span()))
+    {
         None | Some(("sequential", _)) => Design::Sequential,
         Some(("paired", span)) => {
             if raw.baseline.is_none() {
@@ -479,7 +513,10 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
                 let keys = [
                     ("duration", o.duration.as_ref().map(|x| x.span().start)),
                     ("warmup", o.warmup.as_ref().map(|x| x.span().start)),
-                    ("repetitions", o.repetitions.as_ref().map(|x| x.span().start)),
+                    (
+                        "repetitions",
+                        o.repetitions.as_ref().map(|x| x.span().start),
+                    ),
                 ];
                 if let Some((key, at)) = keys.iter().find_map(|(k, a)| a.map(|a| (k, a))) {
                     return Err(err(
@@ -532,6 +569,7 @@ fn paired_settings(
             Err(e) => Err(err(at, format!("[paired] bad {key} {text:?}: {e}"))),
         },
     };
+    p.schedule = r.schedule.unwrap_or(p.schedule);
     p.block = dur(&r.block, "block", p.block, false)?;
     p.settle = dur(&r.settle, "settle", p.settle, true)?;
     p.budget = dur(&r.budget, "budget", p.budget, false)?;
@@ -595,6 +633,12 @@ mod tests {
         assert_eq!(p.block, Duration::from_secs(5));
         assert_eq!(p.budget, Duration::from_secs(60));
         assert_eq!(p.settle, PairedSettings::default().settle);
+        assert_eq!(p.schedule, Schedule::Duet);
+        let alt = parse_str(
+            "design = \"paired\"\nbaseline = \"a\"\n[paired]\nschedule = \"alternate\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n",
+        )
+        .unwrap();
+        assert!(matches!(alt.design, Design::Paired(p) if p.schedule == Schedule::Alternate));
         assert_eq!(
             parse_str("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n")
                 .unwrap()

@@ -138,7 +138,11 @@ impl Stack {
                 listen,
                 Some(server_addr),
             )?;
-            stack.nginx = Some(nginx::start(&config, &prefix, &place.server.wrap(Vec::new()))?);
+            stack.nginx = Some(nginx::start(
+                &config,
+                &prefix,
+                &place.server.wrap(Vec::new()),
+            )?);
             stack.target = listen;
         }
         let target = stack.target;

@@ -295,3 +295,243 @@ fn scenario_file_errors_name_the_file_and_line() {
         );
     }
 }
+
+fn run_dir(out: &Path) -> PathBuf {
+    std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .next()
+        .expect("a run directory")
+        .path()
+}
+
+#[test]
+fn paired_design_runs_both_stacks_at_once_and_leaves_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir_in(root().join("target")).unwrap();
+    let child = shootout(&[
+        "run",
+        "shootout/tests/fixtures/paired.toml",
+        "--build-profile",
+        "dev",
+        "--out",
+    ])
+    .arg(out.path())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let result = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stdout}\n{stderr}");
+    for row in ["aa", "ntex-nginx-netns"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("{row} vs base: 2xx/s "))),
+            "{row}: {stdout}"
+        );
+    }
+    let m = meta(out.path());
+    assert_eq!(m["design"], "paired");
+    let comps = m["paired"].as_array().unwrap();
+    assert_eq!(comps.len(), 2);
+    for c in comps {
+        assert!(c["error"].is_null(), "{c}");
+        let blocks = c["blocks"].as_array().unwrap();
+        // The budget stops at an even count: AB and BA alike.
+        assert!(blocks.len() >= 2 && blocks.len() % 2 == 0, "{c}");
+        let orders: Vec<&str> = blocks
+            .iter()
+            .map(|b| b["order"].as_str().unwrap())
+            .collect();
+        assert!(
+            orders.contains(&"ab") && orders.contains(&"ba"),
+            "{orders:?}"
+        );
+        for b in blocks {
+            assert!(b["error"].is_null(), "{b}");
+            for side in ["row", "base"] {
+                assert_eq!(b[format!("{side}_server_exit")], 0, "{b}");
+                assert_eq!(b[format!("{side}_loadgen_exit")], 0, "{b}");
+                assert_eq!(b[format!("{side}_counter")]["ok"], true, "{b}");
+            }
+        }
+    }
+    // Both stacks were loaded at once: in every block both servers' CPU
+    // time grew over the same measured intervals, and both loadgens'
+    // intervals started within a few milliseconds of each other.
+    let table = run_dir(out.path()).join("paired");
+    for row in ["aa", "ntex-nginx-netns"] {
+        let dir = table.join(row);
+        let mut cpu_files = 0;
+        for f in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            if !name.ends_with(".cpu.jsonl") {
+                continue;
+            }
+            cpu_files += 1;
+            let text = std::fs::read_to_string(f.path()).unwrap();
+            let samples: Vec<serde_json::Value> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            let (first, last) = (&samples[1], samples.last().unwrap());
+            for side in ["row_cpu_ns", "base_cpu_ns"] {
+                assert!(
+                    last[side].as_u64().unwrap() > first[side].as_u64().unwrap(),
+                    "{name}: {side} did not grow"
+                );
+            }
+            let starts = |role: &str| -> Vec<u64> {
+                let p = dir.join(name.replace(".cpu.", &format!(".{role}.")));
+                std::fs::read_to_string(p)
+                    .unwrap()
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                    .filter(|v| v["type"] == "interval")
+                    .map(|v| v["start_unix_ms"].as_u64().unwrap())
+                    .collect()
+            };
+            let (r, b) = (starts("row"), starts("base"));
+            assert!(!r.is_empty() && r.len() == b.len(), "{name}");
+            for (x, y) in r.iter().zip(&b) {
+                assert!(x.abs_diff(*y) < 100, "{name}: intervals {x} and {y} apart");
+            }
+        }
+        assert!(cpu_files >= 2, "{row}: {cpu_files} blocks");
+    }
+    let readme = std::fs::read_to_string(run_dir(out.path()).join("README.md")).unwrap();
+    assert!(readme.contains("(paired against base)"), "{readme}");
+    assert!(
+        leftovers(out.path()).is_empty(),
+        "{:?}",
+        leftovers(out.path())
+    );
+    assert!(namespaces_of(pid).is_empty());
+}
+
+#[test]
+fn calibrate_control_adds_cpu_per_request() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir_in(root().join("target")).unwrap();
+    // A 50% control at a short duration: only its direction is asserted.
+    let result = shootout(&[
+        "calibrate",
+        "--minutes",
+        "0.3",
+        "--block",
+        "2s",
+        "--settle",
+        "1s",
+        "--connections",
+        "8",
+        "--spin-pct",
+        "50",
+        "--build-profile",
+        "dev",
+        "--out",
+    ])
+    .arg(out.path())
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.starts_with("resolution on this machine: A/A "),
+        "{stdout}"
+    );
+    let cal: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(run_dir(out.path()).join("calibration.json")).unwrap(),
+    )
+    .unwrap();
+    for key in ["ratio", "ci95_pct"] {
+        assert!(cal["aa"][key].is_f64(), "{cal}");
+        assert!(cal["aa"]["cpu"][key].is_f64(), "{cal}");
+    }
+    assert!(cal["pairs"].as_u64().unwrap() >= 4 && cal["seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(cal["control"]["cpu"]["expected_pct"], 50.0);
+    assert!(cal["control"]["spin_ns"].as_u64().unwrap() > 0);
+    // The spin makes each request cost more CPU and the server answer fewer.
+    assert!(
+        cal["control"]["cpu"]["measured_pct"].as_f64().unwrap() > 10.0,
+        "{cal}"
+    );
+    assert!(
+        cal["control"]["measured_pct"].as_f64().unwrap() < 0.0,
+        "{cal}"
+    );
+    assert!(leftovers(out.path()).is_empty());
+}
+
+#[test]
+fn paired_file_with_an_unknown_baseline_is_refused_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(
+        &file,
+        "design = \"paired\"\nbaseline = \"nope\"\n[[scenario]]\nname = \"a\"\nserver = \"actix\"\n",
+    )
+    .unwrap();
+    let out = shootout(&["run"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml:2: baseline \"nope\" is not a scenario name"),
+        "{err}"
+    );
+}
+
+#[test]
+fn alternate_schedule_loads_one_stack_after_the_other() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir_in(root().join("target")).unwrap();
+    let result = shootout(&[
+        "run",
+        "shootout/tests/fixtures/paired-alternate.toml",
+        "--build-profile",
+        "dev",
+        "--out",
+    ])
+    .arg(out.path())
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(
+        result.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    assert!(stdout.contains("aa vs base: 2xx/s "), "{stdout}");
+    let dir = run_dir(out.path()).join("paired-alternate").join("aa");
+    let first_interval = |role: &str| -> (u64, u64) {
+        let f = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.to_string_lossy()
+                    .ends_with(&format!("block-01-ab.{role}.jsonl"))
+                    || p.to_string_lossy()
+                        .ends_with(&format!("block-01-ba.{role}.jsonl"))
+            })
+            .unwrap();
+        let text = std::fs::read_to_string(f).unwrap();
+        let v: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|v: &serde_json::Value| v["type"] == "interval")
+            .collect();
+        (
+            v[0]["start_unix_ms"].as_u64().unwrap(),
+            v.last().unwrap()["start_unix_ms"].as_u64().unwrap(),
+        )
+    };
+    // One load ran after the other ended: their times do not overlap.
+    let (r, b) = (first_interval("row"), first_interval("base"));
+    assert!(r.1 < b.0 || b.1 < r.0, "row {r:?} and base {b:?} overlap");
+    assert!(leftovers(out.path()).is_empty());
+}

@@ -33,7 +33,11 @@ pub fn sections(out: &mut String, tables: &[PairedTable]) -> std::fmt::Result {
 }
 
 fn table(out: &mut String, t: &PairedTable) -> std::fmt::Result {
-    writeln!(out, "## {} (paired against {})\n", t.title, t.baseline_label)?;
+    writeln!(
+        out,
+        "## {} (paired against {})\n",
+        t.title, t.baseline_label
+    )?;
     writeln!(
         out,
         "| Configuration | 2xx/s ratio (95% CI) | CPU per request ratio (95% CI) | Decides? | Pairs (blocks) | 2xx/s row / baseline | CPU µs/request row / baseline | t CI | bootstrap CI |"
@@ -69,7 +73,11 @@ fn table(out: &mut String, t: &PairedTable) -> std::fmt::Result {
     writeln!(out, "|---|---|---:|---:|---:|")?;
     for r in &t.rows {
         if r.states.is_empty() {
-            writeln!(out, "| {} | one state (steady) | {} | | |", r.label, r.pairs)?;
+            writeln!(
+                out,
+                "| {} | one state (steady) | {} | | |",
+                r.label, r.pairs
+            )?;
         }
         for s in &r.states {
             writeln!(
@@ -82,9 +90,17 @@ fn table(out: &mut String, t: &PairedTable) -> std::fmt::Result {
                 s.cpu.as_ref().map_or("n/a".into(), ci_text),
             )?;
         }
-        let switch = r.windows.iter().filter(|(_, s)| *s == crate::paired::stats::State::Switch).count();
+        let switch = r
+            .windows
+            .iter()
+            .filter(|(_, s)| *s == crate::paired::stats::State::Switch)
+            .count();
         if switch > 0 {
-            writeln!(out, "| {} | next to a switch (left out above) | {switch} | | |", r.label)?;
+            writeln!(
+                out,
+                "| {} | next to a switch (left out above) | {switch} | | |",
+                r.label
+            )?;
         }
         writeln!(
             out,
@@ -116,7 +132,9 @@ fn ci_text(c: &RatioCi) -> String {
 }
 
 fn metric_text(m: Option<&Metric>) -> String {
-    m.map_or("n/a".into(), |m| format!("{:.4} ± {:.2}%", m.ratio, m.ci95_pct))
+    m.map_or("n/a".into(), |m| {
+        format!("{:.4} ± {:.2}%", m.ratio, m.ci95_pct)
+    })
 }
 
 /// Whether the RPS and CPU CIs exclude 1.
@@ -127,5 +145,9 @@ fn verdict(r: &PairedRow) -> String {
         Some(m) if m.ratio > 1.0 => "higher",
         Some(_) => "lower",
     };
-    format!("2xx/s {}; CPU/request {}", word(r.rps.as_ref()), word(r.cpu.as_ref()))
+    format!(
+        "2xx/s {}; CPU/request {}",
+        word(r.rps.as_ref()),
+        word(r.cpu.as_ref())
+    )
 }

@@ -24,7 +24,12 @@ pub fn ratios_over_time(table: &PairedTable) -> anyhow::Result<Vec<u8>> {
         };
         let (lo, hi) = ratios().fold((1.0f64, 1.0f64), |(l, h), v| (l.min(v), h.max(v)));
         let pad = ((hi - lo) * 0.1).max(0.005);
-        let n = table.rows.iter().map(|r| r.windows.len()).max().unwrap_or(1);
+        let n = table
+            .rows
+            .iter()
+            .map(|r| r.windows.len())
+            .max()
+            .unwrap_or(1);
         let mut chart = ChartBuilder::on(&root)
             .caption(
                 format!("{}: 2xx/s ratio to the baseline per pair", table.title),

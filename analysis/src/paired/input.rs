@@ -105,7 +105,10 @@ pub fn read_comparison(dir: &Path, problems: &mut Vec<Problem>) -> Comparison {
                 continue;
             };
             let near = |a: f64, b: f64| (a - b).abs() <= LENGTH_TOLERANCE * a.max(b);
-            if r.ok == 0 || b.ok == 0 || !near(r.length_ms, b.length_ms) || !near(r.length_ms, median)
+            if r.ok == 0
+                || b.ok == 0
+                || !near(r.length_ms, b.length_ms)
+                || !near(r.length_ms, median)
             {
                 out.dropped += 1;
                 continue;

@@ -134,9 +134,8 @@ pub fn row_figures(name: &str, label: &str, c: &Comparison) -> PairedRow {
     } else {
         &[]
     };
-    let order_ratio = |o: Order| {
-        mean(w.iter().filter(|w| w.order == o).map(Window::log_rps)).map(f64::exp)
-    };
+    let order_ratio =
+        |o: Order| mean(w.iter().filter(|w| w.order == o).map(Window::log_rps)).map(f64::exp);
     PairedRow {
         name: name.into(),
         label: label.into(),
@@ -172,7 +171,12 @@ pub fn row_figures(name: &str, label: &str, c: &Comparison) -> PairedRow {
 
 /// Reads a paired table directory: one sub-directory per compared row, in
 /// `table.toml`'s order.
-pub fn build(name: &str, dir: &Path, spec: &TableSpec, problems: &mut Vec<Problem>) -> Option<PairedTable> {
+pub fn build(
+    name: &str,
+    dir: &Path,
+    spec: &TableSpec,
+    problems: &mut Vec<Problem>,
+) -> Option<PairedTable> {
     let Some(baseline) = spec.baseline.clone() else {
         problems.push(Problem(format!(
             "{}: a paired table.toml needs a baseline",

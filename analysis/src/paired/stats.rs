@@ -67,9 +67,9 @@ pub fn block_bootstrap(blocks: &[Vec<f64>], seed: u64) -> Option<RatioCi> {
         return None;
     }
     let mean_of = |picked: &[&Vec<f64>]| {
-        let (sum, n) = picked
-            .iter()
-            .fold((0.0, 0usize), |(s, n), b| (s + b.iter().sum::<f64>(), n + b.len()));
+        let (sum, n) = picked.iter().fold((0.0, 0usize), |(s, n), b| {
+            (s + b.iter().sum::<f64>(), n + b.len())
+        });
         sum / n as f64
     };
     let all = mean_of(&blocks);
@@ -176,8 +176,14 @@ mod tests {
         // se 0.00707107, t(0.975, 4) = 2.776445 -> half 0.0196324.
         let ci = t_ratio(&[0.01, 0.03, 0.02, 0.00, 0.04]).unwrap();
         assert!((ci.ratio - 0.02f64.exp()).abs() < 1e-12);
-        assert!((ci.lo - (0.02f64 - 0.019_632_4).exp()).abs() < 1e-6, "{ci:?}");
-        assert!((ci.hi - (0.02f64 + 0.019_632_4).exp()).abs() < 1e-6, "{ci:?}");
+        assert!(
+            (ci.lo - (0.02f64 - 0.019_632_4).exp()).abs() < 1e-6,
+            "{ci:?}"
+        );
+        assert!(
+            (ci.hi - (0.02f64 + 0.019_632_4).exp()).abs() < 1e-6,
+            "{ci:?}"
+        );
         assert!(t_ratio(&[0.1]).is_none());
     }
 
@@ -202,7 +208,10 @@ mod tests {
         let blocks = [1, 1, 1, 1, 2, 2, 2, 2];
         let (s, cut) = states(&totals, &blocks);
         use State::*;
-        assert_eq!(s, vec![Fast, Switch, Switch, Slow, Slow, Slow, Switch, Switch]);
+        assert_eq!(
+            s,
+            vec![Fast, Switch, Switch, Slow, Slow, Slow, Switch, Switch]
+        );
         assert!((cut.unwrap() - (210.0 + 400.0) / 2.0).abs() < 1e-9);
         // One state: within 10%.
         let (s, cut) = states(&[100.0, 104.0, 101.0, 108.0], &[1, 1, 2, 2]);
