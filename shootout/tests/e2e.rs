@@ -396,7 +396,12 @@ fn paired_design_runs_both_stacks_at_once_and_leaves_nothing() {
                     .collect()
             };
             let (r, b) = (starts("row"), starts("base"));
-            assert!(!r.is_empty() && r.len() == b.len(), "{name}");
+            // One side may close with a short fragment the other has not
+            // (the analysis leaves such fragments out): at most one more.
+            assert!(
+                r.len().min(b.len()) >= 2 && r.len().abs_diff(b.len()) <= 1,
+                "{name}: {r:?} {b:?}"
+            );
             for (x, y) in r.iter().zip(&b) {
                 assert!(x.abs_diff(*y) < 100, "{name}: intervals {x} and {y} apart");
             }
