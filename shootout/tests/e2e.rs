@@ -14,6 +14,14 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// `target/` of the workspace, made if missing (a CARGO_TARGET_DIR elsewhere
+/// leaves a fresh clone without one).
+fn target_dir() -> PathBuf {
+    let t = root().join("target");
+    std::fs::create_dir_all(&t).unwrap();
+    t
+}
+
 fn shootout(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_shootout"));
     cmd.args(args).current_dir(root()).stdin(Stdio::null());
@@ -72,7 +80,7 @@ fn quick_matrix_end_to_end_with_counter_check() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // --out relative to the working directory, as a user types it: nginx
     // (the ntex-nginx row) must still find its private prefix.
-    let out = tempfile::tempdir_in(root().join("target")).unwrap();
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
     let child = shootout(&[
         "run",
         "scenarios/quick.toml",
@@ -308,7 +316,7 @@ fn run_dir(out: &Path) -> PathBuf {
 #[test]
 fn paired_design_runs_both_stacks_at_once_and_leaves_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let out = tempfile::tempdir_in(root().join("target")).unwrap();
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
     let child = shootout(&[
         "run",
         "shootout/tests/fixtures/paired.toml",
@@ -421,7 +429,7 @@ fn paired_design_runs_both_stacks_at_once_and_leaves_nothing() {
 #[test]
 fn calibrate_control_adds_cpu_per_request() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let out = tempfile::tempdir_in(root().join("target")).unwrap();
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
     // A 50% control at a short duration: only its direction is asserted.
     let result = shootout(&[
         "calibrate",
@@ -493,7 +501,7 @@ fn paired_file_with_an_unknown_baseline_is_refused_with_file_and_line() {
 #[test]
 fn alternate_schedule_loads_one_stack_after_the_other() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let out = tempfile::tempdir_in(root().join("target")).unwrap();
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
     let result = shootout(&[
         "run",
         "shootout/tests/fixtures/paired-alternate.toml",
