@@ -196,7 +196,10 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
             "comparisons": records,
             "interrupted": interrupted,
         });
-        m["git_sha"] = serde_json::json!(git_sha(&root));
+        m["git_sha"] = serde_json::json!(meta::output(
+            "git",
+            &["-C", &root.display().to_string(), "rev-parse", "HEAD"]
+        ));
         write_json(&dir.join("meta.json"), &m)?;
         crate::analyse(&dir);
         Ok(())
@@ -345,16 +348,6 @@ fn verdict(aa_ci: f64, aa_one: bool, err_pp: f64, excludes: bool) -> &'static st
     } else {
         "missed"
     }
-}
-
-fn git_sha(root: &Path) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .args(["-C", &root.display().to_string(), "rev-parse", "HEAD"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 fn write_json(path: &Path, v: &impl Serialize) -> anyhow::Result<()> {

@@ -32,7 +32,8 @@ pub struct Meta {
     pub paired: Vec<crate::paired::ComparisonRecord>,
 }
 
-fn output(cmd: &str, args: &[&str]) -> Option<String> {
+/// A command's trimmed stdout when it succeeds.
+pub(crate) fn output(cmd: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(cmd).args(args).output().ok()?;
     out.status
         .success()
