@@ -4,6 +4,7 @@
 use crate::body::{check_declared_length, BodyBuf};
 use crate::codec::{ActiveCodec, BodyError, Codec};
 use crate::counter::{Counter, CounterError, CounterOptions, CounterStore};
+use crate::spin::Spin;
 
 /// `Allow` header sent with a 405 on `/`.
 pub const ALLOW: &str = "GET, POST";
@@ -87,8 +88,8 @@ impl Reply {
 pub struct App {
     counter: Counter,
     max_body: usize,
-    /// `calibrate` builds: nanoseconds of busy wait added to every request.
-    spin_ns: u64,
+    /// `calibrate` builds: CPU work added to every request.
+    spin: Spin,
 }
 
 impl App {
@@ -96,34 +97,34 @@ impl App {
         Ok(App {
             counter: Counter::open(&counter)?,
             max_body,
-            spin_ns: 0,
+            spin: Spin::NONE,
         })
     }
 
-    /// Adds a busy wait of `ns` nanoseconds to every GET and POST (the
+    /// Adds about `ns` nanoseconds of CPU work to every GET and POST (the
     /// positive control of `shootout calibrate`; only `calibrate` builds
     /// accept `--spin-ns`, see [`crate::ServerArgs::check_against_features`]).
+    /// The conversion into loop iterations is timed here, see [`crate::spin`].
     pub fn with_spin_ns(mut self, ns: u64) -> App {
-        self.spin_ns = ns;
+        self.spin = Spin::calibrated(ns);
         self
     }
 
-    /// The added per-request CPU: a busy wait on the monotonic clock (a vDSO
-    /// call, no syscall), so the work is the same whatever the framework.
+    /// The per-request spin (none unless `--spin-ns` was given).
+    pub fn spin(&self) -> Spin {
+        self.spin
+    }
+
     #[inline]
-    fn spin(&self) {
-        if cfg!(feature = "calibrate") && self.spin_ns > 0 {
-            let until = std::time::Duration::from_nanos(self.spin_ns);
-            let start = std::time::Instant::now();
-            while start.elapsed() < until {
-                std::hint::spin_loop();
-            }
+    fn add_spin(&self) {
+        if cfg!(feature = "calibrate") {
+            self.spin.once();
         }
     }
 
     /// `GET /`.
     pub fn get(&self) -> Reply {
-        self.spin();
+        self.add_spin();
         Reply::count(self.counter.get())
     }
 
@@ -142,7 +143,7 @@ impl App {
 
     /// `POST /` once the body is collected: adds the value, answers the new total.
     pub fn post(&self, body: &BodyBuf) -> Reply {
-        self.spin();
+        self.add_spin();
         match body.decode() {
             Ok(value) => Reply::count(self.counter.add(u64::from(value))),
             Err(err) => Reply::body_error(err),

@@ -33,8 +33,9 @@ pub struct ServerArgs {
     #[arg(long, value_name = "PATH")]
     pub log_file: Option<PathBuf>,
 
-    /// Busy wait added to every GET and POST, in nanoseconds (`calibrate`
-    /// builds only): the known cost `shootout calibrate` must detect.
+    /// About this many ns of CPU work added to every GET and POST, as loop
+    /// iterations timed at start (`calibrate` builds only): the known cost
+    /// `shootout calibrate` must detect.
     #[arg(long, value_name = "NS")]
     pub spin_ns: Option<u64>,
 

@@ -47,8 +47,9 @@ impl Launch {
     /// Prints the start-up line on stderr (see [`crate::startup_line`]).
     pub fn announce(&self, binary: &str, framework: &str) {
         eprintln!(
-            "{}",
-            crate::startup_line(binary, framework, self.addr, self.workers, self.backlog)
+            "{}{}",
+            crate::startup_line(binary, framework, self.addr, self.workers, self.backlog),
+            self.app.spin().describe()
         );
     }
 

@@ -12,6 +12,7 @@ pub mod launch;
 pub mod logging;
 pub mod net;
 pub mod shutdown;
+pub mod spin;
 
 pub use app::{App, Reply, ReplyBody};
 pub use args::ServerArgs;

@@ -67,6 +67,10 @@ pub struct Aa {
 #[derive(Debug, Clone, Serialize)]
 pub struct Control {
     pub spin_ns: u64,
+    /// Loop iterations per request, median over the control's server starts.
+    pub spin_iters: Option<u64>,
+    /// The loop's cost each server measured at start (ns per iteration), median.
+    pub spin_ns_per_iter: Option<f64>,
     pub expected_pct: f64,
     pub measured_pct: f64,
     pub ci95_pct: f64,
@@ -289,6 +293,8 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
         },
         control: Control {
             spin_ns: control.spin_ns.unwrap_or(0),
+            spin_iters: median_field(&records[1], "spin_iters=").map(|v| v.round() as u64),
+            spin_ns_per_iter: median_field(&records[1], "spin_ns_per_iter="),
             expected_pct: rps_c.expected_pct,
             measured_pct: rps_c.measured_pct,
             ci95_pct: rps_c.ci95_pct,
@@ -311,6 +317,22 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
     })
 }
 
+/// The median of `key`'s value over the row's start-up lines of `rec`.
+fn median_field(rec: &ComparisonRecord, key: &str) -> Option<f64> {
+    let mut v: Vec<f64> = rec
+        .blocks
+        .iter()
+        .filter_map(|b| b.row_startup_line.as_deref())
+        .filter_map(|line| {
+            line.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(key))
+                .and_then(|x| x.parse().ok())
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| v[v.len() / 2])
+}
+
 /// The lines `shootout calibrate` prints.
 pub fn summary_lines(c: &Calibration) -> Vec<String> {
     let minutes = c.seconds / 60.0;
@@ -320,9 +342,10 @@ pub fn summary_lines(c: &Calibration) -> Vec<String> {
             c.aa.ratio, c.aa.ci95_pct, c.control.expected_pct, c.control.measured_pct, c.control.ci95_pct, c.pairs
         ),
         format!(
-            "server CPU per request ({:.3} µs, spin {} ns): A/A {:.3} ± {:.2} %, control expected {:+.2} %, measured {:+.2} ± {:.2} %",
+            "server CPU per request ({:.3} µs, spin {} ns = {} iterations): A/A {:.3} ± {:.2} %, control expected {:+.2} %, measured {:+.2} ± {:.2} %",
             c.cpu_us_per_request,
             c.control.spin_ns,
+            c.control.spin_iters.map_or("?".into(), |i| i.to_string()),
             c.aa.cpu.ratio,
             c.aa.cpu.ci95_pct,
             c.control.cpu.expected_pct,

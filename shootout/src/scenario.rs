@@ -101,7 +101,7 @@ pub struct Settings {
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
     pub repetitions: Option<Spanned<u32>>,
-    /// Busy wait per request in ns (`--spin-ns`; needs the calibrate feature).
+    /// CPU work per request in ns (`--spin-ns`; needs the calibrate feature).
     pub spin_ns: Option<u64>,
     /// The figure a published study gave for this row, to set ours beside.
     pub original: Option<Spanned<analysis::Original>>,
