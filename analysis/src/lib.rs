@@ -4,6 +4,7 @@
 
 pub mod export;
 pub mod input;
+pub mod latency;
 pub mod merge;
 pub mod model;
 pub mod paired;

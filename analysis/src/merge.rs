@@ -63,7 +63,7 @@ pub fn repetitions(logs: &[&RunLog], skip: usize, problems: &mut Vec<Problem>) -
             rep,
             shards: shards.len(),
             intervals,
-            latency: shards.iter().filter_map(|l| l.latency).collect(),
+            latency: shards.iter().filter_map(|l| l.latency.clone()).collect(),
         });
     }
     reps

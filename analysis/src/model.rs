@@ -25,11 +25,16 @@ impl Interval {
     }
 }
 
-/// Latency from a loadgen summary, microseconds.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Latency from one log's summary, microseconds: its percentiles, and its
+/// histogram (loadgen's HdrHistogram encoding) when the log has one.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Latency {
     pub p50: f64,
     pub p99: f64,
+    pub p90: Option<f64>,
+    pub p99_9: Option<f64>,
+    pub max: Option<f64>,
+    pub histogram: Option<String>,
 }
 
 /// One log file: one loadgen (or original client) process.

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::input::{Original, Problem, TableInput};
+use crate::latency::RowLatency;
 use crate::merge::{self, Repetition};
 use crate::model::RunLog;
 use crate::stats::{describe, ratio_ci95, welch, Describe, Welch};
@@ -64,8 +65,9 @@ pub struct RowReport {
     pub original: Option<Compared>,
     /// Welch's t-test against the baseline row (none for the baseline).
     pub welch: Option<Welch>,
-    pub latency_p50_us: Option<f64>,
-    pub latency_p99_us: Option<f64>,
+    /// Percentiles of the merged histograms of every log of the row
+    /// (approximate for old logs, see [`crate::latency`]).
+    pub latency_us: Option<RowLatency>,
     pub non_2xx: Option<u64>,
     pub errors: Option<u64>,
     /// 2xx over all responses and errors, percent (loadgen logs only).
@@ -188,12 +190,7 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
                     } else {
                         welch(&s, &base_sample)
                     },
-                    latency_p50_us: mean_of(
-                        reps.iter().flat_map(|r| r.latency.iter().map(|l| l.p50)),
-                    ),
-                    latency_p99_us: mean_of(
-                        reps.iter().flat_map(|r| r.latency.iter().map(|l| l.p99)),
-                    ),
+                    latency_us: crate::latency::of_row(reps),
                     non_2xx: sum_opt(
                         reps.iter()
                             .flat_map(|r| r.intervals.iter().map(|i| i.non_ok)),
@@ -263,11 +260,6 @@ fn series(rep: &Repetition) -> Vec<(f64, f64)> {
             (t, i.rps())
         })
         .collect()
-}
-
-fn mean_of(xs: impl Iterator<Item = f64>) -> Option<f64> {
-    let v: Vec<f64> = xs.collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 fn sum_opt(xs: impl Iterator<Item = Option<u64>>) -> Option<u64> {

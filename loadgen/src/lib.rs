@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod histlog;
 pub mod output;
 pub mod record;
 pub mod request;

@@ -105,6 +105,11 @@ pub struct IntervalRecord {
     /// Seconds since the start of the run at the end of this interval.
     pub elapsed_s: f64,
     pub latency_us: IntervalLatency,
+    /// This interval's latency histogram (µs) at 2 significant digits,
+    /// HdrHistogram V2 + DEFLATE in base64 ([`crate::histlog`]); absent in
+    /// logs written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
 }
 
 /// Latency of one interval's responses, microseconds (0 when there were none).
@@ -141,6 +146,7 @@ impl IntervalRecord {
                 p99: h.value_at_quantile(0.99),
                 max: h.max(),
             },
+            histogram: Some(crate::histlog::encode_coarse(h)),
         }
     }
 
@@ -230,6 +236,10 @@ pub struct SummaryRecord {
     pub status: BTreeMap<String, u64>,
     /// Measured (non-warm-up) intervals.
     pub intervals: u64,
+    /// The measured part's latency histogram (µs), encoded as in the
+    /// interval records; absent in logs written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
 }
 
 impl SummaryRecord {
@@ -283,6 +293,7 @@ impl SummaryRecord {
             },
             status,
             intervals,
+            histogram: Some(crate::histlog::encode(h)),
         }
     }
 

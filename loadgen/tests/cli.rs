@@ -106,6 +106,28 @@ fn jsonl_records_match_the_schema() {
     }
     assert_eq!(records[0]["warmup"], true);
     assert_eq!(records.last().unwrap()["type"], "summary");
+    // Histograms survive the trip through jsonl: the summary's decodes to
+    // exactly its counts and percentiles, the measured intervals' add up
+    // to its count (they are coarser, so only counts are compared).
+    let summary = records.last().unwrap();
+    let h = loadgen::histlog::decode(summary["histogram"].as_str().unwrap()).unwrap();
+    let count = summary["ok"].as_u64().unwrap();
+    assert!(count > 0);
+    assert_eq!(h.len(), count);
+    for (key, q) in [("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999)] {
+        assert_eq!(summary["latency_us"][key], h.value_at_quantile(q), "{key}");
+    }
+    assert_eq!(summary["latency_us"]["max"], h.max());
+    let measured: u64 = records
+        .iter()
+        .filter(|r| r["type"] == "interval" && r["warmup"] == false)
+        .map(|r| {
+            loadgen::histlog::decode(r["histogram"].as_str().unwrap())
+                .unwrap()
+                .len()
+        })
+        .sum();
+    assert_eq!(measured, count);
     // The schema is not a rubber stamp: a record missing a field fails it.
     let mut broken = records[1].clone();
     broken.as_object_mut().unwrap().remove("ok");

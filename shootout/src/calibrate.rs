@@ -148,6 +148,8 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
         bail!("--minutes must be above 0 and at most 60");
     }
     let root = build::workspace_root();
+    // Before anything is built or written.
+    crate::setup::ensure(&crate::setup::needs_of([&scenario("base", "", o)]))?;
     std::fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
     let out = std::fs::canonicalize(&o.out)?;
     let dir = out.join(format!("{}-calibration", meta::timestamp()));

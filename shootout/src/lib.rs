@@ -15,6 +15,7 @@ pub mod procs;
 pub mod record;
 pub mod scenario;
 pub mod sequential;
+pub mod setup;
 pub mod stack;
 pub mod verify;
 
@@ -130,6 +131,8 @@ pub fn run_file(
             }
         }
     }
+    // Before anything is built or written: what these rows run must be here.
+    setup::ensure(&setup::needs_of(&scenarios))?;
     let run_id = format!("{}-{}", meta::timestamp(), file.name);
     // Absolute, because nginx resolves its prefix's paths itself and the
     // servers and nginx run from other directories.

@@ -43,6 +43,14 @@ enum Cmd {
         #[arg(long, value_enum, default_value_t = shootout::build::Profile::Release)]
         build_profile: shootout::build::Profile,
     },
+    /// Install what the rows of FILEs (or all rows and tests, --all) run and
+    /// this machine lacks: as root with apt-get, else one line naming the
+    /// command. `run` and `calibrate` do this themselves first.
+    Setup {
+        files: Vec<PathBuf>,
+        #[arg(long)]
+        all: bool,
+    },
     /// List the scenarios of FILE with their settings.
     List { file: PathBuf },
     /// Measure what difference this machine can resolve: an A/A comparison
@@ -117,6 +125,21 @@ fn main() -> ExitCode {
                 profile: build_profile,
             };
             calibrate(&opts)
+        }
+        Cmd::Setup { files, all } => {
+            let ensured = shootout::setup::needs_of_files(&files, all)
+                .and_then(|needs| shootout::setup::ensure(&needs).map(|()| needs));
+            match ensured {
+                Ok(needs) => {
+                    let names: Vec<&str> = needs.iter().map(|n| n.program).collect();
+                    eprintln!("shootout: present: {}", names.join(", "));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("shootout: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Cmd::List { file } => match shootout::scenario::load(&file) {
             Ok(f) => match f.write_list(&mut std::io::stdout().lock()) {

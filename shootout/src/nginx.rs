@@ -11,17 +11,10 @@ use crate::procs::Proc;
 
 /// The nginx binary, or a one-line error naming the fix.
 pub fn binary() -> anyhow::Result<PathBuf> {
-    for dir in std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .chain(["/usr/sbin", "/usr/local/sbin"])
-    {
-        let p = Path::new(dir).join("nginx");
-        if p.is_file() {
-            return Ok(p);
-        }
+    match crate::setup::find(crate::setup::NGINX.program) {
+        Some(p) => Ok(p),
+        None => bail!("nginx not found: install it (apt-get install -y nginx-light)"),
     }
-    bail!("nginx not found: install it (apt-get install -y nginx-light)")
 }
 
 /// `nginx -v`, e.g. `nginx/1.22.1`.

@@ -1,6 +1,7 @@
 use std::fmt::Write;
 
 use super::{ci_chart_name, time_chart_name, Exporter};
+use crate::latency::RowLatency;
 use crate::report::{Report, RowReport, TableReport};
 
 /// `README.md`: one table per scenario file in the original study's form
@@ -38,16 +39,34 @@ fn table_section(out: &mut String, table: &TableReport) -> std::fmt::Result {
     writeln!(out, "## {}\n", table.title)?;
     writeln!(
         out,
-        "| Configuration | RPS | Standard Deviation | Median | Min | Max | 95% CI of mean | CV | Repetitions | Ratio to baseline | p (Welch) | p50 latency | p99 latency | Errors / non-2xx | Availability |"
+        "| Configuration | RPS | Standard Deviation | Median | Min | Max | 95% CI of mean | CV | Repetitions | Ratio to baseline | p (Welch) | p50 latency | p99 latency | p99.9 latency | Errors / non-2xx | Availability |"
     )?;
     writeln!(
         out,
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     )?;
     for row in &table.rows {
         row_line(out, row, row.name == table.baseline)?;
     }
     writeln!(out)?;
+    let approximate: Vec<&str> = table
+        .rows
+        .iter()
+        .filter(|r| r.latency_us.as_ref().is_some_and(|l| !l.exact))
+        .map(|r| r.name.as_str())
+        .collect();
+    if approximate.is_empty() {
+        writeln!(
+            out,
+            "Latency: percentiles of the merged HdrHistograms of every shard and repetition.\n"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "Latency: percentiles of the merged HdrHistograms of every shard and repetition, except rows marked ≈ ({}): their logs carry no histogram, so those figures are means of per-log percentiles, an approximation.\n",
+            approximate.join(", ")
+        )?;
+    }
     if table.rows.iter().any(|r| r.original.is_some()) {
         compared_section(out, table)?;
     }
@@ -102,7 +121,7 @@ fn row_line(out: &mut String, row: &RowReport, baseline: bool) -> std::fmt::Resu
     };
     writeln!(
         out,
-        "| {label} | {} | {} | {} | {} | {} | ± {} | {} | {reps} | {ratio} | {p} | {} | {} | {} | {} |",
+        "| {label} | {} | {} | {} | {} | {} | ± {} | {} | {reps} | {ratio} | {p} | {} | {} | {} | {} | {} |",
         thousands(r.mean),
         thousands(r.sd),
         thousands(r.median),
@@ -110,8 +129,9 @@ fn row_line(out: &mut String, row: &RowReport, baseline: bool) -> std::fmt::Resu
         thousands(r.max),
         thousands(r.ci95),
         pct(r.cv * 100.0),
-        micros(row.latency_p50_us),
-        micros(row.latency_p99_us),
+        latency(row, |l| Some(l.p50)),
+        latency(row, |l| Some(l.p99)),
+        latency(row, |l| l.p99_9),
         row.errors.zip(row.non_2xx).map_or("n/a".into(), |(e, n)| format!("{e} / {n}")),
         row.availability_pct.map_or("n/a".into(), |a| format!("{a:.3}%")),
     )
@@ -202,8 +222,17 @@ fn pct(x: f64) -> String {
     }
 }
 
-fn micros(x: Option<f64>) -> String {
-    x.map_or("n/a".into(), |v| format!("{v:.0} µs"))
+/// One latency figure, `≈` in front when the row's is approximate.
+fn latency(row: &RowReport, pick: impl Fn(&RowLatency) -> Option<f64>) -> String {
+    match row
+        .latency_us
+        .as_ref()
+        .and_then(|l| Some((pick(l)?, l.exact)))
+    {
+        Some((v, true)) => format!("{v:.0} µs"),
+        Some((v, false)) => format!("≈{v:.0} µs"),
+        None => "n/a".into(),
+    }
 }
 
 #[cfg(test)]

@@ -31,9 +31,14 @@ pub fn read(
                 warmup: r.warmup,
             }),
             Ok(Record::Summary(s)) => {
+                let l = &s.latency_us;
                 latency = Some(Latency {
-                    p50: s.latency_us.p50 as f64,
-                    p99: s.latency_us.p99 as f64,
+                    p50: l.p50 as f64,
+                    p99: l.p99 as f64,
+                    p90: Some(l.p90 as f64),
+                    p99_9: Some(l.p99_9 as f64),
+                    max: Some(l.max as f64),
+                    histogram: s.histogram,
                 })
             }
             Err(_) if number == lines.len() && !text.ends_with('\n') => problems.push(Problem(

@@ -90,7 +90,7 @@ fn interval(line: &str) -> Option<Interval> {
     Some(interval)
 }
 
-/// `p50 81 p75 101 p90 107 p99 115 ...` -> p50 and p99.
+/// `p50 81 p75 101 p90 107 p99 115 p99.9 130 max 140 ...` -> percentiles.
 fn summary_latency(rest: &str) -> Option<Latency> {
     let tokens: Vec<&str> = rest.split_whitespace().collect();
     let find = |key: &str| {
@@ -102,6 +102,10 @@ fn summary_latency(rest: &str) -> Option<Latency> {
     Some(Latency {
         p50: find("p50")?,
         p99: find("p99")?,
+        p90: find("p90"),
+        p99_9: find("p99.9"),
+        max: find("max"),
+        histogram: None,
     })
 }
 

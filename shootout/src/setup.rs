@@ -1,0 +1,350 @@
+//! What the machine needs before a run, and installing it when it is missing.
+//!
+//! `shootout run` and `shootout calibrate` call [`ensure`] with the needs of
+//! their rows before building anything; `shootout setup` does it for a file
+//! or for everything (`.ci/run` uses `--all`). Debian package names: this is
+//! the machine kind the project targets. As root, what is missing is
+//! installed with `apt-get` and named in one line; otherwise one line names
+//! the exact command and nothing is built.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context};
+
+use crate::scenario::{Scenario, Topology};
+
+/// A program the project runs and the Debian package that has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    pub program: &'static str,
+    pub package: &'static str,
+    /// Which rows need it, for the messages.
+    pub why: &'static str,
+}
+
+pub const NGINX: Need = Need {
+    program: "nginx",
+    package: "nginx-light",
+    why: "nginx rows",
+};
+pub const IP: Need = Need {
+    program: "ip",
+    package: "iproute2",
+    why: "network-namespace rows",
+};
+pub const TASKSET: Need = Need {
+    program: "taskset",
+    package: "util-linux",
+    why: "pinned rows",
+};
+pub const CMAKE: Need = Need {
+    program: "cmake",
+    package: "cmake",
+    why: "snmalloc builds",
+};
+pub const GXX: Need = Need {
+    program: "g++",
+    package: "g++",
+    why: "snmalloc builds",
+};
+
+/// Everything any scenario or test can need.
+pub fn all() -> Vec<Need> {
+    vec![NGINX, IP, TASKSET, CMAKE, GXX]
+}
+
+/// What these rows need (each program once, in a fixed order).
+pub fn needs_of<'a>(rows: impl IntoIterator<Item = &'a Scenario>) -> Vec<Need> {
+    let mut needs = Vec::new();
+    for s in rows {
+        if s.proxy.is_some() {
+            needs.push(NGINX);
+        }
+        if s.topology == Topology::Netns {
+            needs.push(IP);
+        }
+        if s.server_cpus.is_some() || s.loadgen_cpus.is_some() {
+            needs.push(TASKSET);
+        }
+        if s.features.iter().any(|f| f == "snmalloc") {
+            needs.extend([CMAKE, GXX]);
+        }
+    }
+    let order = all();
+    needs.sort_by_key(|n| order.iter().position(|o| o == n));
+    needs.dedup();
+    needs
+}
+
+/// The needs of `shootout setup`: everything (`all`) or the rows of the files.
+pub fn needs_of_files(files: &[PathBuf], all_needs: bool) -> anyhow::Result<Vec<Need>> {
+    if all_needs {
+        return Ok(all());
+    }
+    if files.is_empty() {
+        bail!("name scenario files, or --all");
+    }
+    let mut rows = Vec::new();
+    for f in files {
+        rows.extend(crate::scenario::load(f)?.scenarios);
+    }
+    Ok(needs_of(&rows))
+}
+
+/// Where programs are looked up, who runs, and which `apt-get` to use.
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub dirs: Vec<PathBuf>,
+    pub root: bool,
+    pub apt_get: PathBuf,
+}
+
+impl Env {
+    /// `$PATH` plus the sbin directories (nginx and ip live there and a
+    /// non-root PATH often lacks them), the effective user, `apt-get`.
+    pub fn current() -> Env {
+        let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/bin:/bin"));
+        let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+        for extra in ["/usr/local/sbin", "/usr/sbin", "/sbin"] {
+            if !dirs.iter().any(|d| d == Path::new(extra)) {
+                dirs.push(extra.into());
+            }
+        }
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        Env {
+            dirs,
+            root,
+            apt_get: "apt-get".into(),
+        }
+    }
+
+    /// The program's path, when one of the directories has it executable.
+    pub fn find(&self, program: &str) -> Option<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        self.dirs.iter().map(|d| d.join(program)).find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    }
+}
+
+/// The program's path on this machine (`$PATH` and the sbin directories).
+pub fn find(program: &str) -> Option<PathBuf> {
+    Env::current().find(program)
+}
+
+/// What [`ensure`] does about `needs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Present,
+    Install(Vec<Need>),
+    /// Missing, not root: the one line to print.
+    Refuse(String),
+}
+
+pub fn decide(needs: &[Need], env: &Env) -> Decision {
+    let missing: Vec<Need> = needs
+        .iter()
+        .copied()
+        .filter(|n| env.find(n.program).is_none())
+        .collect();
+    if missing.is_empty() {
+        Decision::Present
+    } else if env.root {
+        Decision::Install(missing)
+    } else {
+        Decision::Refuse(format!(
+            "missing {}; as root, run: apt-get install -y {}",
+            describe(&missing),
+            packages(&missing).join(" ")
+        ))
+    }
+}
+
+/// Installs what is missing (root) or fails with the command to run.
+pub fn ensure(needs: &[Need]) -> anyhow::Result<()> {
+    ensure_in(needs, &Env::current())
+}
+
+pub fn ensure_in(needs: &[Need], env: &Env) -> anyhow::Result<()> {
+    match decide(needs, env) {
+        Decision::Present => Ok(()),
+        Decision::Refuse(line) => bail!("{line}"),
+        Decision::Install(missing) => {
+            eprintln!("shootout: installing {}", describe(&missing));
+            apt(env, &["update", "-qq"])?;
+            let mut args = vec!["install", "-y", "-qq", "--no-install-recommends"];
+            let pkgs = packages(&missing);
+            args.extend(pkgs.iter().copied());
+            apt(env, &args)?;
+            let still: Vec<Need> = missing
+                .into_iter()
+                .filter(|n| env.find(n.program).is_none())
+                .collect();
+            if !still.is_empty() {
+                bail!(
+                    "apt-get installed {} but {} is still missing",
+                    pkgs.join(" "),
+                    still
+                        .iter()
+                        .map(|n| n.program)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `nginx-light (nginx for nginx rows), ...`
+fn describe(needs: &[Need]) -> String {
+    needs
+        .iter()
+        .map(|n| format!("{} ({} for {})", n.package, n.program, n.why))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn packages(needs: &[Need]) -> Vec<&'static str> {
+    let mut p: Vec<&'static str> = needs.iter().map(|n| n.package).collect();
+    p.dedup();
+    p
+}
+
+fn apt(env: &Env, args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new(&env.apt_get)
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {}", env.apt_get.display()))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        bail!(
+            "{} {} failed ({}): {}",
+            env.apt_get.display(),
+            args.join(" "),
+            out.status,
+            tail.trim()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A fake PATH directory, and a fake `apt-get` outside it that logs its
+    /// arguments and, on `install`, puts the packages' programs on the PATH
+    /// (unless `installs` is false).
+    fn fake(programs: &[&str], root: bool, installs: bool) -> (tempfile::TempDir, Env) {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        for p in programs {
+            exe(&bin.join(p), "#!/bin/sh\n");
+        }
+        let apt = tmp.path().join("apt-get");
+        let log = tmp.path().join("apt.log");
+        let mut script = format!("#!/bin/sh\necho \"$@\" >> {}\n", log.display());
+        if installs {
+            script += &format!(
+                "for a in \"$@\"; do case $a in nginx-light) p=nginx;; iproute2) p=ip;; *) continue;; esac; printf '#!/bin/sh\\n' > {0}/$p; chmod +x {0}/$p; done\n",
+                bin.display()
+            );
+        }
+        exe(&apt, &script);
+        let env = Env {
+            dirs: vec![bin],
+            root,
+            apt_get: apt,
+        };
+        (tmp, env)
+    }
+
+    fn exe(path: &Path, text: &str) {
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    fn apt_log(tmp: &tempfile::TempDir) -> Option<String> {
+        std::fs::read_to_string(tmp.path().join("apt.log")).ok()
+    }
+
+    #[test]
+    fn present_installs_nothing() {
+        let (tmp, env) = fake(&["nginx", "ip"], true, true);
+        assert_eq!(decide(&[NGINX, IP], &env), Decision::Present);
+        ensure_in(&[NGINX, IP], &env).unwrap();
+        assert_eq!(apt_log(&tmp), None);
+    }
+
+    #[test]
+    fn missing_as_root_is_installed() {
+        let (tmp, env) = fake(&["ip"], true, true);
+        assert_eq!(decide(&[NGINX, IP], &env), Decision::Install(vec![NGINX]));
+        ensure_in(&[NGINX, IP], &env).unwrap();
+        assert_eq!(
+            apt_log(&tmp).unwrap(),
+            "update -qq\ninstall -y -qq --no-install-recommends nginx-light\n"
+        );
+        assert!(env.find("nginx").is_some());
+    }
+
+    #[test]
+    fn missing_as_non_root_names_the_command_and_installs_nothing() {
+        let (tmp, env) = fake(&[], false, true);
+        let err = ensure_in(&[NGINX, IP], &env).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "missing nginx-light (nginx for nginx rows), iproute2 (ip for network-namespace rows); \
+             as root, run: apt-get install -y nginx-light iproute2"
+        );
+        assert_eq!(apt_log(&tmp), None);
+    }
+
+    #[test]
+    fn an_install_that_does_not_deliver_is_an_error() {
+        let (_tmp, env) = fake(&[], true, false);
+        let err = ensure_in(&[NGINX], &env).unwrap_err().to_string();
+        assert!(err.contains("nginx is still missing"), "{err}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_executable_is_missing() {
+        let (tmp, env) = fake(&[], false, true);
+        std::fs::write(tmp.path().join("bin/nginx"), "").unwrap();
+        assert!(matches!(decide(&[NGINX], &env), Decision::Refuse(_)));
+    }
+
+    #[test]
+    fn rows_name_what_they_need() {
+        let text = r#"
+title = "t"
+[[scenario]]
+name = "a"
+server = "actix"
+[[scenario]]
+name = "b"
+server = "ntex"
+features = ["snmalloc"]
+proxy = "proxy"
+topology = "netns"
+server_cpus = "1"
+"#;
+        let f = crate::scenario::parse(Path::new("t.toml"), text).unwrap();
+        assert_eq!(needs_of(&f.scenarios[..1]), vec![]);
+        assert_eq!(needs_of(&f.scenarios), vec![NGINX, IP, TASKSET, CMAKE, GXX]);
+    }
+}
