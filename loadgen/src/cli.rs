@@ -99,6 +99,12 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Sched::Batch)]
     pub sched: Sched,
 
+    /// Open model: wake this long before each due send and spin until it is
+    /// due, for sends closer to their intended times at the cost of CPU
+    /// (see README; at most 1ms). Default: wake at the due time.
+    #[arg(long, value_name = "DURATION", value_parser = duration_or_zero, default_value = "0s")]
+    pub spin_before: Duration,
+
     /// Start the load at this wall-clock time, Unix milliseconds: a barrier
     /// for several loadgen processes (interval boundaries then fall on the
     /// same instants in all of them). At most 10 min ahead; a time already
@@ -165,6 +171,14 @@ impl Args {
                 self.threads, self.connections
             )));
         }
+        if !self.spin_before.is_zero() && self.rate.is_none() {
+            return Err(UsageError(
+                "--spin-before needs --rate (the open model)".into(),
+            ));
+        }
+        if self.spin_before > Duration::from_millis(1) {
+            return Err(UsageError("--spin-before must be at most 1ms".into()));
+        }
         let start_at = self.start_at.map(start_time).transpose()?;
         let head_only = method == "HEAD";
         let spec = RequestSpec {
@@ -196,6 +210,7 @@ impl Args {
             head_only,
             shard: self.shard,
             sched: self.sched,
+            spin_before: self.spin_before,
             start_at,
         })
     }

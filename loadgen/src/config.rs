@@ -48,6 +48,9 @@ pub struct Config {
     /// Tag for every record.
     pub shard: Option<String>,
     pub sched: Sched,
+    /// Open model: wake this long before a due send and spin until it is
+    /// due (`--spin-before`; zero: wake at the due time).
+    pub spin_before: Duration,
     /// Wall-clock moment to start the load at (`--start-at`): a barrier that
     /// lets several loadgen processes share interval boundaries.
     pub start_at: Option<std::time::SystemTime>,
@@ -69,6 +72,7 @@ impl Config {
             head_only: false,
             shard: None,
             sched: Sched::Batch,
+            spin_before: Duration::ZERO,
             start_at: None,
         }
     }

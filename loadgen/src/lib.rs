@@ -9,7 +9,9 @@ pub mod record;
 pub mod request;
 pub mod response;
 pub mod run;
+pub mod schedule;
 pub mod stats;
+pub mod timer;
 pub mod worker;
 
 use std::process::ExitCode;

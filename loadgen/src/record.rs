@@ -110,6 +110,10 @@ pub struct IntervalRecord {
     /// logs written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
+    /// Open model: how long after their intended times this interval's
+    /// requests left (µs); absent in the closed model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lateness_us: Option<IntervalLatency>,
 }
 
 /// Latency of one interval's responses, microseconds (0 when there were none).
@@ -118,6 +122,17 @@ pub struct IntervalLatency {
     pub p50: u64,
     pub p99: u64,
     pub max: u64,
+}
+
+impl IntervalLatency {
+    /// p50, p99 and max of `h`, or none when it is empty.
+    fn of(h: &hdrhistogram::Histogram<u64>) -> Option<IntervalLatency> {
+        (!h.is_empty()).then(|| IntervalLatency {
+            p50: h.value_at_quantile(0.5),
+            p99: h.value_at_quantile(0.99),
+            max: h.max(),
+        })
+    }
 }
 
 impl IntervalRecord {
@@ -147,6 +162,7 @@ impl IntervalRecord {
                 max: h.max(),
             },
             histogram: Some(crate::histlog::encode_coarse(h)),
+            send_lateness_us: IntervalLatency::of(&stats.send_lateness_us),
         }
     }
 
@@ -240,6 +256,26 @@ pub struct SummaryRecord {
     /// interval records; absent in logs written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
+    /// Open model: how long after their intended times requests left (µs);
+    /// absent in the closed model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lateness_us: Option<SummaryLatency>,
+}
+
+impl SummaryLatency {
+    /// The percentiles of `h`, or none when it is empty.
+    fn of(h: &hdrhistogram::Histogram<u64>) -> Option<SummaryLatency> {
+        let q = |x| h.value_at_quantile(x);
+        (!h.is_empty()).then(|| SummaryLatency {
+            p50: q(0.5),
+            p75: q(0.75),
+            p90: q(0.9),
+            p99: q(0.99),
+            p99_9: q(0.999),
+            max: h.max(),
+            mean: h.mean(),
+        })
+    }
 }
 
 impl SummaryRecord {
@@ -294,6 +330,7 @@ impl SummaryRecord {
             status,
             intervals,
             histogram: Some(crate::histlog::encode(h)),
+            send_lateness_us: SummaryLatency::of(&stats.send_lateness_us),
         }
     }
 
@@ -336,6 +373,12 @@ impl SummaryRecord {
             "  latency (us): p50 {} p75 {} p90 {} p99 {} p99.9 {} max {} mean {:.1}\n",
             l.p50, l.p75, l.p90, l.p99, l.p99_9, l.max, l.mean
         ));
+        if let Some(l) = &self.send_lateness_us {
+            out.push_str(&format!(
+                "  send lateness (us): p50 {} p90 {} p99 {} p99.9 {} max {}\n",
+                l.p50, l.p90, l.p99, l.p99_9, l.max
+            ));
+        }
         out.push_str(&format!(
             "  errors:       connect {} read {} write {} timeout {} parse {} closed {}\n",
             e.connect, e.read, e.write, e.timeout, e.parse, e.closed

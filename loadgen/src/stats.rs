@@ -57,6 +57,8 @@ pub struct Stats {
     pub bytes_read: u64,
     /// Latency of every response, in microseconds.
     pub latency_us: Histogram<u64>,
+    /// Open model: how long after its intended time each request left, µs.
+    pub send_lateness_us: Histogram<u64>,
 }
 
 impl Default for Stats {
@@ -68,6 +70,7 @@ impl Default for Stats {
             reconnects: 0,
             bytes_read: 0,
             latency_us: new_histogram(),
+            send_lateness_us: new_histogram(),
         }
     }
 }
@@ -104,6 +107,15 @@ impl Stats {
         self.latency_us
             .add(&other.latency_us)
             .expect("histograms share bounds");
+        self.send_lateness_us
+            .add(&other.send_lateness_us)
+            .expect("histograms share bounds");
+    }
+
+    /// Open model: one request left `lateness` after its intended time.
+    pub fn sent_late(&mut self, lateness: std::time::Duration) {
+        self.send_lateness_us
+            .saturating_record(lateness.as_micros().min(u64::MAX as u128) as u64);
     }
 
     /// Clears the counts, keeping the allocations.
@@ -114,6 +126,7 @@ impl Stats {
         self.reconnects = 0;
         self.bytes_read = 0;
         self.latency_us.reset();
+        self.send_lateness_us.reset();
     }
 
     /// Responses with a 2xx status: the only ones counted as throughput.

@@ -15,17 +15,24 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
+use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::config::{Config, Model, Sched};
 use crate::response::ResponseParser;
+use crate::schedule;
 use crate::stats::{ErrorKind, Stats};
+use crate::timer::TimerFd;
+
+/// The open model's timer, beside the connections' tokens (their indexes).
+const TIMER: Token = Token(usize::MAX);
 
 /// One interval's statistics from one worker.
 #[derive(Debug)]
@@ -108,6 +115,8 @@ struct Worker {
     index: u64,
     interval_start: Instant,
     stopping: bool,
+    /// Open model: the µs-precise wake-up (see [`crate::timer`]).
+    timer: Option<TimerFd>,
 }
 
 /// Puts the calling thread under SCHED_BATCH.
@@ -139,6 +148,12 @@ pub fn run(spec: WorkerSpec) -> io::Result<()> {
             );
         }
     }
+    if matches!(config.model, Model::Open { .. }) {
+        // The kernel may delay a timer of a normal thread by up to 50 µs to
+        // batch wake-ups; the open model's sends must leave on time.
+        // SAFETY: PR_SET_TIMERSLACK changes only the calling thread.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    }
     let (batch_len, period) = match config.model {
         Model::Closed { pipeline } => (pipeline, Duration::ZERO),
         Model::Open { rate } => (1, Duration::from_secs_f64(config.connections as f64 / rate)),
@@ -158,12 +173,22 @@ pub fn run(spec: WorkerSpec) -> io::Result<()> {
         index: 0,
         interval_start: start,
         stopping: false,
+        timer: match config.model {
+            Model::Open { .. } => Some(TimerFd::new()?),
+            Model::Closed { .. } => None,
+        },
         spec,
     };
+    if let Some(t) = &worker.timer {
+        worker.poll.registry().register(
+            &mut SourceFd(&t.as_raw_fd()),
+            TIMER,
+            Interest::READABLE,
+        )?;
+    }
     for i in 0..worker.spec.conns {
         // Spread the open model's schedules evenly over one period.
         let global = worker.spec.first_conn + i;
-        let offset = period.mul_f64(global as f64 / config.connections as f64);
         worker.conns.push(Conn {
             stream: None,
             phase: Phase::Closed,
@@ -175,7 +200,7 @@ pub fn run(spec: WorkerSpec) -> io::Result<()> {
             outstanding: 0,
             written: 0,
             sent_at: start,
-            next_due: start + offset,
+            next_due: schedule::first_due(start, period, global, config.connections),
             connect_started: start,
         });
         worker.connect(i);
@@ -218,13 +243,24 @@ impl Worker {
             if let Some(d) = deadline {
                 wake = wake.min(d);
             }
-            let timeout = wake.saturating_duration_since(Instant::now());
+            let now = Instant::now();
+            let (arm, timeout) =
+                schedule::plan(now, wake, self.timer.is_some(), config.spin_before);
+            if let (Some(at), Some(t)) = (arm, self.timer.as_mut()) {
+                t.arm(at, now)?;
+            }
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
             for event in events.iter() {
+                if event.token() == TIMER {
+                    if let Some(t) = self.timer.as_mut() {
+                        t.clear();
+                    }
+                    continue;
+                }
                 let i = event.token().0;
                 if event.is_writable() || event.is_error() {
                     self.on_writable(i);
@@ -235,7 +271,11 @@ impl Worker {
             }
             self.flush_ready();
         }
-        self.snapshot(Instant::now(), true);
+        // The closing fragment ends at the deadline at the latest: past it
+        // (the last boundary already closed an interval) it has no length,
+        // and the collector drops it, however late this thread got here.
+        let end = Instant::now();
+        self.snapshot(deadline.map_or(end, |d| end.min(d)), true);
         Ok(())
     }
 
@@ -425,12 +465,13 @@ impl Worker {
         if open {
             // Latency counts from when the request was due, not when it could
             // be sent. It is late if it fell due while the connection was busy.
-            let due = conn.next_due;
-            if conn.phase == Phase::Busy && now.duration_since(due) > Duration::from_millis(1) {
+            let busy = conn.phase == Phase::Busy;
+            let due = schedule::take(&mut conn.next_due, self.period, Instant::now());
+            if busy && due.lateness > Duration::from_millis(1) {
                 self.stats.late += 1;
             }
-            conn.sent_at = due;
-            conn.next_due = due + self.period;
+            self.stats.sent_late(due.lateness);
+            conn.sent_at = due.intended;
         } else {
             conn.sent_at = now;
         }

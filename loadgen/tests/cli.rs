@@ -132,6 +132,47 @@ fn jsonl_records_match_the_schema() {
     let mut broken = records[1].clone();
     broken.as_object_mut().unwrap().remove("ok");
     assert!(!validator.is_valid(&broken));
+    // Closed model: no send lateness.
+    assert!(records.iter().all(|r| r.get("send_lateness_us").is_none()));
+}
+
+#[test]
+fn open_model_records_carry_send_lateness() {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../schema/record.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let server = TestServer::start(Behaviour::Ok);
+    let (code, out, err) = loadgen(&[
+        "--format",
+        "jsonl",
+        "-d",
+        "600ms",
+        "--interval",
+        "200ms",
+        "-c",
+        "4",
+        "--rate",
+        "500",
+        &server.url(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let records: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for r in &records {
+        let errors: Vec<String> = validator.iter_errors(r).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{r}: {errors:?}");
+    }
+    let summary = records.last().unwrap();
+    let late = &summary["send_lateness_us"];
+    assert!(
+        late["p50"].as_u64().unwrap() <= late["max"].as_u64().unwrap(),
+        "{summary}"
+    );
+    assert!(records[..records.len() - 1]
+        .iter()
+        .any(|r| r["send_lateness_us"]["max"].is_u64()));
 }
 
 #[test]

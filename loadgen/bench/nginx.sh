@@ -1,0 +1,42 @@
+# Sourced by the benchmarks: nginx answering `return 200 "ok"` from a private
+# prefix on a loopback port. Needs $prefix, $port, $url and $nginx_bin set,
+# and $nginx_pid (empty at first); the caller's trap stops nginx.
+
+# start_nginx WORKERS [CPU]: (re)starts nginx with that many workers, pinned to CPU if given.
+start_nginx() {
+  local workers=$1 cpu=${2:-}
+  if [ -n "$nginx_pid" ]; then kill "$nginx_pid"; wait "$nginx_pid" 2>/dev/null || true; nginx_pid=""; fi
+  mkdir -p "$prefix/logs" "$prefix/tmp"
+  cat > "$prefix/nginx.conf" <<CONF
+worker_processes $workers;
+pid $prefix/nginx.pid;
+error_log $prefix/logs/error.log warn;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path $prefix/tmp/body;
+  proxy_temp_path $prefix/tmp/proxy;
+  fastcgi_temp_path $prefix/tmp/fastcgi;
+  uwsgi_temp_path $prefix/tmp/uwsgi;
+  scgi_temp_path $prefix/tmp/scgi;
+  keepalive_requests 100000000;
+  server {
+    listen 127.0.0.1:$port backlog=4096;
+    location / { default_type text/plain; return 200 "ok"; }
+  }
+}
+CONF
+  if [ -n "$cpu" ]; then
+    taskset -c "$cpu" "$nginx_bin" -p "$prefix" -c "$prefix/nginx.conf" -g 'daemon off;' &
+  else
+    "$nginx_bin" -p "$prefix" -c "$prefix/nginx.conf" -g 'daemon off;' &
+  fi
+  nginx_pid=$!
+  for _ in $(seq 100); do
+    curl -sf -o /dev/null "$url" && return 0
+    sleep 0.05
+  done
+  echo "$(basename "$0"): nginx did not answer on $url" >&2
+  exit 1
+}
+
