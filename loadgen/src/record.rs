@@ -100,6 +100,10 @@ pub struct IntervalRecord {
     /// Open model: requests sent later than intended because their
     /// connection was still busy.
     pub late: u64,
+    /// Idle connections the server ended (nothing outstanding, so not an
+    /// error); reopened.
+    #[serde(default)]
+    pub server_closed_idle: u64,
     /// 2xx responses since the start, warm-up included.
     pub total_ok: u64,
     /// Seconds since the start of the run at the end of this interval.
@@ -154,6 +158,7 @@ impl IntervalRecord {
             non_2xx: NonOk::from_stats(stats),
             errors: Errors::from_stats(stats),
             late: stats.late,
+            server_closed_idle: stats.idle_closed_total(),
             total_ok,
             elapsed_s: head.elapsed_s,
             latency_us: IntervalLatency {
@@ -246,6 +251,13 @@ pub struct SummaryRecord {
     pub errors: Errors,
     pub late: u64,
     pub reconnects: u64,
+    /// Idle connections the server ended (reopened; not errors) ...
+    #[serde(default)]
+    pub server_closed_idle: u64,
+    /// ... by the status of the response it sent first, `none` for a plain
+    /// close or reset (e.g. `{"408": 12}` for ntex's client timeout).
+    #[serde(default)]
+    pub server_closed_idle_status: BTreeMap<String, u64>,
     pub bytes_read: u64,
     pub latency_us: SummaryLatency,
     /// Responses per status code.
@@ -317,6 +329,21 @@ impl SummaryRecord {
             errors: Errors::from_stats(stats),
             late: stats.late,
             reconnects: stats.reconnects,
+            server_closed_idle: stats.idle_closed_total(),
+            server_closed_idle_status: stats
+                .idle_closed
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(code, n)| {
+                    let name = if code == 0 {
+                        "none".to_string()
+                    } else {
+                        code.to_string()
+                    };
+                    (name, *n)
+                })
+                .collect(),
             bytes_read: stats.bytes_read,
             latency_us: SummaryLatency {
                 p50: q(0.5),
@@ -385,8 +412,8 @@ impl SummaryRecord {
         ));
         out.push_str(&format!("  status:       {}\n", status.join(" ")));
         out.push_str(&format!(
-            "  bytes read:   {}, reconnects {}, late sends {}\n",
-            self.bytes_read, self.reconnects, self.late
+            "  bytes read:   {}, reconnects {}, late sends {}, idle connections the server ended {}\n",
+            self.bytes_read, self.reconnects, self.late, self.server_closed_idle
         ));
         out
     }

@@ -59,6 +59,10 @@ pub struct Stats {
     pub latency_us: Histogram<u64>,
     /// Open model: how long after its intended time each request left, µs.
     pub send_lateness_us: Histogram<u64>,
+    /// Idle connections the server ended (nothing outstanding): by the
+    /// status of the response it sent first (index 0: none, a plain close
+    /// or reset). Not errors: no request was lost.
+    pub idle_closed: Box<[u64; 600]>,
 }
 
 impl Default for Stats {
@@ -71,6 +75,7 @@ impl Default for Stats {
             bytes_read: 0,
             latency_us: new_histogram(),
             send_lateness_us: new_histogram(),
+            idle_closed: Box::new([0; 600]),
         }
     }
 }
@@ -88,6 +93,20 @@ impl Stats {
         self.latency_us.saturating_record(latency_us.max(1));
     }
 
+    /// The server ended an idle connection, with a response (`Some(status)`,
+    /// e.g. 408) or without.
+    pub fn closed_idle(&mut self, status: Option<u16>) {
+        let idx = status
+            .filter(|s| (100..600).contains(s))
+            .map_or(0, usize::from);
+        self.idle_closed[idx] += 1;
+    }
+
+    /// Idle connections the server ended.
+    pub fn idle_closed_total(&self) -> u64 {
+        self.idle_closed.iter().sum()
+    }
+
     #[inline]
     pub fn error(&mut self, kind: ErrorKind) {
         self.errors[kind as usize] += 1;
@@ -99,6 +118,9 @@ impl Stats {
             *a += b;
         }
         for (a, b) in self.errors.iter_mut().zip(other.errors) {
+            *a += b;
+        }
+        for (a, b) in self.idle_closed.iter_mut().zip(other.idle_closed.iter()) {
             *a += b;
         }
         self.late += other.late;
@@ -121,6 +143,7 @@ impl Stats {
     /// Clears the counts, keeping the allocations.
     pub fn reset(&mut self) {
         self.status.fill(0);
+        self.idle_closed.fill(0);
         self.errors = [0; 6];
         self.late = 0;
         self.reconnects = 0;

@@ -97,6 +97,15 @@ struct Conn {
     /// Open model: when the next request is due.
     next_due: Instant,
     connect_started: Instant,
+    /// A request the server answered with 408 as it ended the connection:
+    /// sent again, once, on the new connection, its latency still counted
+    /// from this time (its original send or intended time).
+    retry: Option<Instant>,
+    /// The outstanding request is such a repeat (a second 408 counts).
+    repeated: bool,
+    /// The connection has carried a response: a close as the next request
+    /// goes out is the server's idle close, not a refusal.
+    reused: bool,
 }
 
 struct Worker {
@@ -106,6 +115,8 @@ struct Worker {
     timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
     batch: Vec<u8>,
     batch_len: usize,
+    /// The request may be sent again (GET, HEAD, PUT, DELETE, OPTIONS).
+    idempotent: bool,
     period: Duration,
     stats: Stats,
     /// Connections whose response completed during this batch of events;
@@ -166,6 +177,9 @@ pub fn run(spec: WorkerSpec) -> io::Result<()> {
         timers: BinaryHeap::new(),
         batch,
         batch_len,
+        idempotent: [&b"GET "[..], b"HEAD ", b"PUT ", b"DELETE ", b"OPTIONS "]
+            .iter()
+            .any(|m| config.target.request.starts_with(m)),
         period,
         stats: Stats::default(),
         ready: Vec::with_capacity(spec.conns),
@@ -202,6 +216,9 @@ pub fn run(spec: WorkerSpec) -> io::Result<()> {
             sent_at: start,
             next_due: schedule::first_due(start, period, global, config.connections),
             connect_started: start,
+            retry: None,
+            repeated: false,
+            reused: false,
         });
         worker.connect(i);
     }
@@ -282,7 +299,10 @@ impl Worker {
     /// With a request budget: true once every request was sent and answered.
     fn finished(&self) -> bool {
         self.spec.budget.is_some_and(|b| self.sent >= b)
-            && self.conns.iter().all(|c| c.outstanding == 0)
+            && self
+                .conns
+                .iter()
+                .all(|c| c.outstanding == 0 && c.retry.is_none())
     }
 
     fn budget_left(&self) -> bool {
@@ -312,6 +332,7 @@ impl Worker {
         conn.parser = ResponseParser::new(self.spec.config.head_only);
         conn.outstanding = 0;
         conn.written = 0;
+        conn.reused = false;
         conn.connect_started = Instant::now();
         match TcpStream::connect(addr) {
             Ok(mut stream) => {
@@ -478,7 +499,19 @@ impl Worker {
         conn.phase = Phase::Busy;
         conn.outstanding = self.batch_len;
         conn.written = 0;
+        conn.repeated = false;
         self.sent += self.batch_len as u64;
+        self.write_pending(i);
+    }
+
+    /// Sends again the request a 408 cut off (see `Conn::retry`).
+    fn repeat(&mut self, i: usize, at: Instant) {
+        let conn = &mut self.conns[i];
+        conn.phase = Phase::Busy;
+        conn.outstanding = 1;
+        conn.written = 0;
+        conn.sent_at = at;
+        conn.repeated = true;
         self.write_pending(i);
     }
 
@@ -516,7 +549,11 @@ impl Worker {
                 }
                 let _ = stream.set_nodelay(true);
                 conn.phase = Phase::Waiting;
-                self.next_request(i, Instant::now());
+                if let Some(at) = conn.retry.take() {
+                    self.repeat(i, at);
+                } else {
+                    self.next_request(i, Instant::now());
+                }
             }
             Phase::Busy if conn.written < self.batch.len() => self.write_pending(i),
             _ => {}
@@ -569,6 +606,9 @@ impl Worker {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // A reset of a connection with nothing outstanding lost nothing.
+                Err(_) if self.conns[i].outstanding == 0 => return self.idle_closed(i, None),
+                Err(_) if self.crossed_idle_close(i) => return self.repeat_after_idle_close(i),
                 Err(_) => return self.fail(i, ErrorKind::Read),
             }
         }
@@ -581,12 +621,50 @@ impl Worker {
             self.stats.response(done.status, latency);
             conn.outstanding = conn.outstanding.saturating_sub(1);
         }
-        if self.conns[i].outstanding > 0 {
+        if self.crossed_idle_close(i) {
+            self.repeat_after_idle_close(i);
+        } else if self.conns[i].outstanding > 0 {
             self.fail(i, ErrorKind::Closed);
-        } else {
-            // The server closed an idle connection: open a new one.
+        } else if self.conns[i].phase == Phase::Busy {
+            // Closed right after the last answer of a batch: as after
+            // `Connection: close`.
             self.reopen(i);
+        } else {
+            // The server closed an idle connection (keep-alive timeout).
+            self.idle_closed(i, None);
         }
+    }
+
+    /// True when the connection closed (or was reset) with one idempotent
+    /// request out and not a byte of its answer, on a connection that had
+    /// already carried a response: the server's idle close crossed the
+    /// request (RFC 9112 §9.3.1 lets a client retry it), so it goes again,
+    /// once, on a new connection.
+    fn crossed_idle_close(&self, i: usize) -> bool {
+        let c = &self.conns[i];
+        self.idempotent
+            && self.batch_len == 1
+            && c.outstanding == 1
+            && c.reused
+            && !c.repeated
+            && c.start == c.end
+            && c.parser.idle()
+            && !self.stopping
+    }
+
+    fn repeat_after_idle_close(&mut self, i: usize) {
+        let conn = &mut self.conns[i];
+        conn.retry = Some(conn.sent_at);
+        conn.outstanding = 0;
+        self.idle_closed(i, None);
+    }
+
+    /// The server ended a connection with nothing outstanding, with a
+    /// response nobody asked for (`status`, e.g. ntex's 408 after its client
+    /// timeout) or without: counted once, under its own kind, and reopened.
+    fn idle_closed(&mut self, i: usize, status: Option<u16>) {
+        self.stats.closed_idle(status);
+        self.reopen(i);
     }
 
     /// Parses what was read. Returns false if the connection was replaced.
@@ -607,12 +685,28 @@ impl Worker {
             }
             if let Some(done) = done {
                 if conn.outstanding == 0 {
-                    // A response nobody asked for.
-                    self.fail(i, ErrorKind::Parse);
+                    // A response nobody asked for: the server is ending an
+                    // idle connection (it closes next, whatever it said).
+                    self.idle_closed(i, Some(done.status));
+                    return false;
+                }
+                if done.status == 408
+                    && self.batch_len == 1
+                    && conn.outstanding == 1
+                    && !conn.repeated
+                    && !self.stopping
+                {
+                    // The server timed the connection out as our request
+                    // crossed its 408 (RFC 9110 §15.5.9: the client may
+                    // repeat it): an idle close, and the request goes again.
+                    conn.retry = Some(conn.sent_at);
+                    conn.outstanding = 0;
+                    self.idle_closed(i, Some(408));
                     return false;
                 }
                 let now = Instant::now();
                 let latency = now.duration_since(conn.sent_at).as_micros() as u64;
+                conn.reused = true;
                 conn.outstanding -= 1;
                 let finished_batch = conn.outstanding == 0;
                 self.stats.response(done.status, latency);

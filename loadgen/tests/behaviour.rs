@@ -202,3 +202,75 @@ fn stop_flag_ends_the_run_early_with_a_summary() {
     assert!(started.elapsed() < Duration::from_secs(2));
     assert!(s.duration_s < 1.0);
 }
+
+#[test]
+fn idle_connections_the_server_ends_are_counted_apart_and_reopened() {
+    // 8 connections at 20/s: each sends every 400 ms; the server ends a
+    // connection idle for 300 ms, 100 ms before its next request is due.
+    for (behaviour, key) in [
+        (Behaviour::Idle408(300), "408"),
+        (Behaviour::IdleClose(300), "none"),
+    ] {
+        let server = TestServer::start(behaviour);
+        let (s, intervals) = run(&[
+            "-c",
+            "8",
+            "--rate",
+            "20",
+            "-d",
+            "2s",
+            "--interval",
+            "500ms",
+            &server.url(),
+        ]);
+        assert_eq!(s.errors.total(), 0, "{key}: {:?}", s.errors);
+        assert_eq!(s.non_2xx.total(), 0, "{key}: {:?}", s.non_2xx);
+        assert_eq!(s.availability_pct, 100.0, "{key}");
+        assert!(s.ok >= 30, "{key}: {} answered", s.ok);
+        assert!(s.server_closed_idle >= 8, "{key}: {}", s.server_closed_idle);
+        assert_eq!(
+            s.server_closed_idle_status.get(key),
+            Some(&s.server_closed_idle),
+            "{key}: {:?}",
+            s.server_closed_idle_status
+        );
+        let per_interval: u64 = intervals.iter().map(|i| i.server_closed_idle).sum();
+        assert_eq!(per_interval, s.server_closed_idle, "{key}");
+    }
+}
+
+#[test]
+fn a_request_cut_off_by_408_goes_again_once() {
+    let server = TestServer::start(Behaviour::Nth408(3));
+    let (s, _) = run(&["-n", "200", "-c", "4", &server.url()]);
+    // Every connection's third request got 408 and went again, as the
+    // first request of a new connection: all 200 answered.
+    assert_eq!(
+        (s.ok, s.non_2xx.total(), s.errors.total()),
+        (200, 0, 0),
+        "{s:?}"
+    );
+    // 200 requests over 4 connections, each of which carries 2 before its
+    // third is cut off and repeated: about 200 / 2 connections ended.
+    assert!(s.server_closed_idle >= 90, "{s:?}");
+    assert_eq!(
+        s.server_closed_idle_status.get("408"),
+        Some(&s.server_closed_idle)
+    );
+}
+
+#[test]
+fn a_get_cut_off_by_a_close_goes_again_once_a_post_does_not() {
+    let server = TestServer::start(Behaviour::NthClose(3));
+    let (s, _) = run(&["-n", "200", "-c", "4", &server.url()]);
+    assert_eq!((s.ok, s.errors.total()), (200, 0), "{s:?}");
+    assert!(s.server_closed_idle >= 90, "{s:?}");
+    assert_eq!(
+        s.server_closed_idle_status.get("none"),
+        Some(&s.server_closed_idle)
+    );
+    // A POST is not idempotent: the lost request is an error.
+    let (s, _) = run(&["-n", "200", "-c", "4", "--body", "5", &server.url()]);
+    assert!(s.errors.closed >= 4, "{s:?}");
+    assert_eq!(s.server_closed_idle, 0, "{s:?}");
+}

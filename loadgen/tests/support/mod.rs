@@ -21,6 +21,18 @@ pub enum Behaviour {
     Never,
     /// `Connection: close` on every n-th response of a connection.
     CloseEvery(u64),
+    /// Answers; a connection idle this long (ms) gets an unsolicited
+    /// `408 Request Timeout` without `Connection: close`, then is closed
+    /// (what ntex does after its client timeout).
+    Idle408(u64),
+    /// Answers; a connection idle this long (ms) is closed without a word.
+    IdleClose(u64),
+    /// The n-th request of every connection gets `408` and a close (a
+    /// request that crossed the server's idle timeout); the others are answered.
+    Nth408(u64),
+    /// The n-th request of every connection is read and the connection
+    /// closed without an answer (an idle close crossing the request).
+    NthClose(u64),
 }
 
 pub struct TestServer {
@@ -82,10 +94,16 @@ fn serve(
     stop: &AtomicBool,
 ) {
     let _ = stream.set_nodelay(true);
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    let idle_limit = match behaviour {
+        Behaviour::Idle408(ms) | Behaviour::IdleClose(ms) => Some(Duration::from_millis(ms)),
+        _ => None,
+    };
+    let tick = if idle_limit.is_some() { 5 } else { 200 };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(tick)));
     let mut buf = Vec::new();
     let mut served_here = 0u64;
     let mut chunk = [0u8; 8192];
+    let mut last_activity = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
         let n = match stream.read(&mut chunk) {
             Ok(0) => return,
@@ -96,10 +114,19 @@ fn serve(
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                continue
+                if idle_limit.is_some_and(|l| buf.is_empty() && last_activity.elapsed() >= l) {
+                    if matches!(behaviour, Behaviour::Idle408(_)) {
+                        let _ = stream.write_all(
+                            b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n",
+                        );
+                    }
+                    return;
+                }
+                continue;
             }
             Err(_) => return,
         };
+        last_activity = std::time::Instant::now();
         buf.extend_from_slice(&chunk[..n]);
         let mut out = Vec::new();
         let mut batch = 0u64;
@@ -123,7 +150,9 @@ fn serve(
             batch += 1;
             served_here += 1;
             match behaviour {
-                Behaviour::Ok => out.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+                Behaviour::Ok | Behaviour::Idle408(_) | Behaviour::IdleClose(_) => {
+                    out.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                }
                 Behaviour::Status(code) => out.extend_from_slice(
                     format!("HTTP/1.1 {code} X\r\nContent-Length: 4\r\n\r\nnope").as_bytes(),
                 ),
@@ -134,6 +163,12 @@ fn serve(
                     let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
                     return;
                 }
+                Behaviour::Nth408(n) if served_here == n => {
+                    let _ = stream.write_all(b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n");
+                    return;
+                }
+                Behaviour::NthClose(n) if served_here == n => return,
+                Behaviour::Nth408(_) | Behaviour::NthClose(_) => out.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
                 Behaviour::Never => {}
                 Behaviour::CloseEvery(n) => {
                     if served_here.is_multiple_of(n) {
