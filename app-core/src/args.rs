@@ -1,10 +1,11 @@
 //! The command line both servers take, flag for flag.
 
 use std::net::SocketAddr;
-use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use clap::Parser;
+
+use crate::workers::Workers;
 
 /// Flags shared by `actix-server` and `ntex-server`.
 #[derive(Debug, Clone, Parser)]
@@ -17,9 +18,10 @@ pub struct ServerArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
 
-    /// Worker threads [default: logical CPUs, the same rule for both frameworks].
-    #[arg(long)]
-    pub workers: Option<NonZeroUsize>,
+    /// Worker threads: a number, `logical` (one per logical CPU) or
+    /// `physical` (one per physical core); the same rule for both frameworks.
+    #[arg(long, default_value = "logical", value_name = "N|logical|physical")]
+    pub workers: Workers,
 
     /// Listen backlog (pending connections the kernel queues).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(i32).range(1..=65535))]
@@ -45,11 +47,27 @@ pub struct ServerArgs {
 }
 
 impl ServerArgs {
-    /// Worker count after applying the default.
+    /// Parses the command line; a bad flag is one line on stderr
+    /// (`BINARY: error: ...`, clap's usage block left out) and exit 2.
+    pub fn parse_or_exit(binary: &str) -> ServerArgs {
+        use clap::error::ErrorKind;
+        match ServerArgs::try_parse() {
+            Ok(args) => args,
+            Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+                e.exit()
+            }
+            Err(e) => {
+                let text = e.render().to_string();
+                let line = text.lines().next().unwrap_or("bad usage");
+                eprintln!("{binary}: error: {}", line.trim_start_matches("error: "));
+                std::process::exit(2)
+            }
+        }
+    }
+
+    /// Worker count after applying the rule.
     pub fn workers(&self) -> usize {
-        self.workers
-            .map(NonZeroUsize::get)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, NonZeroUsize::get))
+        self.workers.resolve()
     }
 
     /// Refuses flags this build cannot honour, so nothing is silently ignored.

@@ -14,6 +14,8 @@ use crate::{App, ServerArgs};
 pub struct Launch {
     pub app: Arc<App>,
     pub workers: usize,
+    /// `count`, `logical` or `physical` (see [`crate::workers::Workers`]).
+    pub worker_rule: &'static str,
     pub addr: SocketAddr,
     backlog: i32,
     log: LogGuard,
@@ -37,6 +39,7 @@ impl Launch {
         let launch = Launch {
             app: Arc::new(app),
             workers,
+            worker_rule: args.workers.rule(),
             addr,
             backlog: args.backlog,
             log,
@@ -48,7 +51,13 @@ impl Launch {
     pub fn announce(&self, binary: &str, framework: &str) {
         eprintln!(
             "{}{}",
-            crate::startup_line(binary, framework, self.addr, self.workers, self.backlog),
+            crate::startup_line(
+                binary,
+                framework,
+                self.addr,
+                (self.workers, self.worker_rule),
+                self.backlog
+            ),
             self.app.spin().describe()
         );
     }

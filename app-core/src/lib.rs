@@ -13,6 +13,7 @@ pub mod logging;
 pub mod net;
 pub mod shutdown;
 pub mod spin;
+pub mod workers;
 
 pub use app::{App, Reply, ReplyBody};
 pub use args::ServerArgs;
@@ -67,14 +68,15 @@ pub fn features() -> Vec<&'static str> {
 
 /// The one line each server prints on stderr once it listens, in `key=value`
 /// form for the runner to record, e.g.
-/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 backlog=1024 features=global-counter,keepalive-os`.
+/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 worker_rule=logical backlog=1024 features=global-counter,keepalive-os`.
 pub fn startup_line(
     binary: &str,
     framework: &str,
     addr: std::net::SocketAddr,
-    workers: usize,
+    workers: (usize, &str),
     backlog: i32,
 ) -> String {
+    let (workers, rule) = workers;
     let features = features();
     let features = if features.is_empty() {
         "none".to_string()
@@ -82,6 +84,6 @@ pub fn startup_line(
         features.join(",")
     };
     format!(
-        "{binary} listening addr={addr} framework={framework} workers={workers} backlog={backlog} features={features}"
+        "{binary} listening addr={addr} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} features={features}"
     )
 }

@@ -35,7 +35,7 @@ fn startup_line_names_address_framework_version_workers_and_features() {
             sorted.join(",")
         };
         let expected = format!(
-            "{} listening addr={} framework={fw_crate}/{} workers=3 backlog=77 features={expected_features}",
+            "{} listening addr={} framework={fw_crate}/{} workers=3 worker_rule=count backlog=77 features={expected_features}",
             fw.binary(),
             server.addr,
             locked_version(fw_crate),
@@ -67,8 +67,44 @@ fn default_workers_are_the_logical_cpus_for_both() {
         let variant = Variant::new(fw, sets::DEFAULT);
         let server = Server::spawn_raw(&variant.binary(), &["--bind", "127.0.0.1:0"]).unwrap();
         assert!(
-            server.startup_line.contains(&format!(" workers={cpus} ")),
+            server
+                .startup_line
+                .contains(&format!(" workers={cpus} worker_rule=logical ")),
             "{}",
+            server.startup_line
+        );
+    }
+}
+
+#[test]
+fn the_physical_rule_counts_cores_once_and_says_so() {
+    // Independently of the servers: distinct (package, core) pairs in sysfs.
+    let mut cores = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir("/sys/devices/system/cpu").unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !(name.starts_with("cpu")
+            && name[3..].chars().all(|c| c.is_ascii_digit())
+            && name.len() > 3)
+        {
+            continue;
+        }
+        let read = |f: &str| std::fs::read_to_string(path.join("topology").join(f)).ok();
+        if let (Some(p), Some(c)) = (read("physical_package_id"), read("core_id")) {
+            cores.insert((p, c));
+        }
+    }
+    let want = format!(" workers={} worker_rule=physical ", cores.len());
+    for fw in Framework::BOTH {
+        let variant = Variant::new(fw, sets::DEFAULT);
+        let server = Server::spawn_raw(
+            &variant.binary(),
+            &["--bind", "127.0.0.1:0", "--workers", "physical"],
+        )
+        .unwrap();
+        assert!(
+            server.startup_line.contains(&want),
+            "{} / {want}",
             server.startup_line
         );
     }
@@ -140,6 +176,10 @@ fn bad_flags_get_one_line_and_a_non_zero_exit() {
 
         let (code, err) = run_to_exit(&plain, &["--bind", "127.0.0.1:0", "--log-file", "/tmp/x"]);
         assert_eq!((code, err.lines().count()), (Some(1), 1), "{err}");
+
+        let (code, err) = run_to_exit(&plain, &["--bind", "127.0.0.1:0", "--workers", "0"]);
+        assert_eq!((code, err.lines().count()), (Some(2), 1), "{err}");
+        assert!(err.contains("logical or physical"), "{err}");
 
         let persistent = Variant::new(fw, sets::PERSISTENT);
         let (code, err) = run_to_exit(&persistent, &["--bind", "127.0.0.1:0"]);

@@ -2,12 +2,10 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 mod server;
 
 #[ntex::main]
 async fn main() -> ExitCode {
-    let args = app_core::ServerArgs::parse();
+    let args = app_core::ServerArgs::parse_or_exit("ntex-server");
     app_core::exit_code("ntex-server", server::serve(args).await)
 }

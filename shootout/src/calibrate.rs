@@ -19,6 +19,7 @@ use serde::Serialize;
 use crate::paired::{self, ComparisonRecord};
 use crate::scenario::{LogSink, PairedSettings, Request, Scenario, Schedule, Server, Topology};
 use crate::{build, meta};
+use app_core::workers::Workers;
 
 /// How to calibrate.
 #[derive(Debug, Clone)]
@@ -116,7 +117,7 @@ fn scenario(name: &str, label: &str, o: &CalibrateOptions) -> Scenario {
         label: label.into(),
         server: o.server,
         features: vec!["calibrate".into()],
-        workers: Some(1),
+        workers: Some(Workers::Count(std::num::NonZeroUsize::MIN)),
         backlog: 1024,
         topology: Topology::Loopback,
         link_delay: None,

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use app_core::workers::Workers;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -74,6 +75,14 @@ pub enum Request {
     Binary,
 }
 
+/// `workers = 1` or `workers = "physical"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum WorkersToml {
+    Count(u64),
+    Rule(String),
+}
+
 /// One `[[scenario]]` table, or `[defaults]` (which may not name a row).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,7 +91,8 @@ pub struct Settings {
     pub label: Option<String>,
     pub server: Option<Spanned<String>>,
     pub features: Option<Spanned<Vec<Spanned<String>>>>,
-    pub workers: Option<usize>,
+    /// A number, `"logical"` or `"physical"` (the servers' `--workers`).
+    pub workers: Option<Spanned<WorkersToml>>,
     pub backlog: Option<u32>,
     pub topology: Option<Topology>,
     /// One-way delay added on the client's veth (netns rows; needs netem).
@@ -193,7 +203,8 @@ pub struct Scenario {
     pub label: String,
     pub server: Server,
     pub features: Vec<String>,
-    pub workers: Option<usize>,
+    /// The servers' `--workers` (their default, `logical`, when none).
+    pub workers: Option<Workers>,
     pub backlog: u32,
     pub topology: Topology,
     /// netem delay asked for on netns rows.
@@ -442,7 +453,19 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             name,
             server,
             features,
-            workers: o.workers.or(d.workers),
+            workers: match o.workers.as_ref().or(d.workers.as_ref()) {
+                None => None,
+                Some(sp) => {
+                    let text = match sp.get_ref() {
+                        WorkersToml::Count(n) => n.to_string(),
+                        WorkersToml::Rule(r) => r.clone(),
+                    };
+                    Some(
+                        text.parse::<Workers>()
+                            .map_err(|e| err(sp.span().start, format!("bad workers: {e}")))?,
+                    )
+                }
+            },
             backlog: o.backlog.or(d.backlog).unwrap_or(1024),
             topology: o.topology.or(d.topology).unwrap_or(Topology::Loopback),
             link_delay: match o.link_delay.as_ref().or(d.link_delay.as_ref()) {
@@ -648,6 +671,22 @@ mod tests {
     }
 
     #[test]
+    fn workers_take_a_count_or_a_rule() {
+        let f = parse_str(
+            "[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = \"logical\"\n\
+             [[scenario]]\nname = \"b\"\nserver = \"actix\"\nworkers = \"physical\"\n\
+             [[scenario]]\nname = \"c\"\nserver = \"actix\"\nworkers = 2\n",
+        )
+        .unwrap();
+        let got: Vec<String> = f
+            .scenarios
+            .iter()
+            .map(|s| s.workers.unwrap().to_string())
+            .collect();
+        assert_eq!(got, ["logical", "physical", "2"]);
+    }
+
+    #[test]
     fn errors_name_the_file_and_line() {
         let cases = [
             ("[[scenario]]\nname = \"a\"\nserver = \"rocket\"\n", "t.toml:3: unknown server \"rocket\""),
@@ -666,6 +705,8 @@ mod tests {
             ("baseline = \"a\"\n[paired]\nblock = \"5s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: [paired] needs design = \"paired\""),
             ("design = \"paired\"\nbaseline = \"a\"\n[paired]\nmin_blocks = 3\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:3: [paired] min_blocks must be even"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nspin_ns = 10\n", "t.toml:2: spin_ns needs the calibrate feature"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = \"all\"\n", "t.toml:4: bad workers: \"all\": expected a number above 0, logical or physical"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = 0\n", "t.toml:4: bad workers"),
         ];
         for (text, want) in cases {
             let got = parse_str(text).unwrap_err();
