@@ -18,6 +18,7 @@ pub mod sequential;
 pub mod setup;
 pub mod stack;
 pub mod verify;
+pub mod xterm;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

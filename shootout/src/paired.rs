@@ -60,6 +60,9 @@ pub struct BlockRecord {
     pub order: String,
     pub row_startup_line: Option<String>,
     pub base_startup_line: Option<String>,
+    /// The terminal emulators the servers ran in (`log = "xterm"` rows).
+    pub row_terminal: Option<String>,
+    pub base_terminal: Option<String>,
     pub row_counter: Option<CounterCheck>,
     pub base_counter: Option<CounterCheck>,
     pub row_loadgen_exit: Option<i32>,
@@ -307,8 +310,10 @@ fn run_block(
         let line = Some(stack.startup_line.clone());
         if s.role == "row" {
             block.row_startup_line = line;
+            block.row_terminal = stack.terminal.clone();
         } else {
             block.base_startup_line = line;
+            block.base_terminal = stack.terminal.clone();
         }
         s.stack = Some(stack);
     }

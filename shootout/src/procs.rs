@@ -32,6 +32,11 @@ impl Proc {
         self.child.stderr.take()
     }
 
+    /// The child's piped stdout, once.
+    pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+        self.child.stdout.take()
+    }
+
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
     }

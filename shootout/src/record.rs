@@ -20,6 +20,8 @@ pub struct RowRecord {
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
     pub startup_line: Option<String>,
+    /// The terminal emulator the server ran in (`log = "xterm"`).
+    pub terminal: Option<String>,
     pub verified: Option<Verified>,
     /// The `log-file` sink's file (in the temp dir) and its size at the end.
     pub log_file: Option<String>,

@@ -64,6 +64,9 @@ pub enum LogSink {
     Pipe,
     /// A plain file redirect.
     File,
+    /// A real terminal emulator, xterm, drawing on a private Xvfb display
+    /// (loopback rows).
+    Xterm,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -445,6 +448,14 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             .or_else(|| d.proxy.clone())
             .filter(|p| p != "none");
         let spin_ns = o.spin_ns.or(d.spin_ns);
+        let log = o.log.or(d.log).unwrap_or(LogSink::None);
+        let topology = o.topology.or(d.topology).unwrap_or(Topology::Loopback);
+        if log == LogSink::Xterm && topology != Topology::Loopback {
+            return Err(err(
+                at,
+                "log = \"xterm\" needs topology = \"loopback\"".into(),
+            ));
+        }
         if spin_ns.is_some() && !features.iter().any(|f| f == "calibrate") {
             return Err(err(at, "spin_ns needs the calibrate feature".into()));
         }
@@ -467,7 +478,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
                 }
             },
             backlog: o.backlog.or(d.backlog).unwrap_or(1024),
-            topology: o.topology.or(d.topology).unwrap_or(Topology::Loopback),
+            topology,
             link_delay: match o.link_delay.as_ref().or(d.link_delay.as_ref()) {
                 None => None,
                 Some(sp) => Some(humantime::parse_duration(sp.get_ref()).map_err(|e| {
@@ -479,7 +490,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             },
             proxy,
             nginx_workers: o.nginx_workers.or(d.nginx_workers).unwrap_or(1),
-            log: o.log.or(d.log).unwrap_or(LogSink::None),
+            log,
             log_level: o
                 .log_level
                 .clone()

@@ -64,6 +64,7 @@ fn run_stages(job: &Job, rec: &mut RowRecord) -> anyhow::Result<()> {
     };
     let mut stack = Stack::start(&spec, &place)?;
     rec.startup_line = Some(stack.startup_line.clone());
+    rec.terminal = stack.terminal.clone();
     rec.log_file = stack.log_file.as_ref().map(|p| p.display().to_string());
     rec.verified = stack.verify(&place.client)?;
     let before = rec.verified.as_ref().map_or(0, |v| v.count);

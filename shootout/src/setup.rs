@@ -50,9 +50,27 @@ pub const GXX: Need = Need {
     why: "snmalloc builds",
 };
 
+pub const XVFB: Need = Need {
+    program: "Xvfb",
+    package: "xvfb",
+    why: "xterm rows",
+};
+pub const XTERM: Need = Need {
+    program: "xterm",
+    package: "xterm",
+    why: "xterm rows",
+};
+/// xterm's `fixed` font (a file, not a program: an absolute path is looked
+/// up as it is).
+pub const FIXED_FONT: Need = Need {
+    program: "/usr/share/fonts/X11/misc/6x13.pcf.gz",
+    package: "xfonts-base",
+    why: "xterm rows",
+};
+
 /// Everything any scenario or test can need.
 pub fn all() -> Vec<Need> {
-    vec![NGINX, IP, TASKSET, CMAKE, GXX]
+    vec![NGINX, IP, TASKSET, CMAKE, GXX, XVFB, XTERM, FIXED_FONT]
 }
 
 /// What these rows need (each program once, in a fixed order).
@@ -70,6 +88,9 @@ pub fn needs_of<'a>(rows: impl IntoIterator<Item = &'a Scenario>) -> Vec<Need> {
         }
         if s.features.iter().any(|f| f == "snmalloc") {
             needs.extend([CMAKE, GXX]);
+        }
+        if s.log == crate::scenario::LogSink::Xterm {
+            needs.extend([XVFB, XTERM, FIXED_FONT]);
         }
     }
     let order = all();
@@ -121,9 +142,13 @@ impl Env {
         }
     }
 
-    /// The program's path, when one of the directories has it executable.
+    /// The program's path, when one of the directories has it executable
+    /// (an absolute path: when that file exists).
     pub fn find(&self, program: &str) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
+        if program.starts_with('/') {
+            return Path::new(program).is_file().then(|| program.into());
+        }
         self.dirs.iter().map(|d| d.join(program)).find(|p| {
             p.metadata()
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -5,7 +5,8 @@
 use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,8 +18,9 @@ use crate::load::{command, taskset};
 use crate::nginx;
 use crate::output::Sink;
 use crate::procs::Proc;
-use crate::scenario::{Request, Scenario};
+use crate::scenario::{LogSink, Request, Scenario};
 use crate::verify::{self, Verified};
+use crate::xterm::Xterm;
 
 /// What a stack needs to start.
 pub struct StackSpec<'a> {
@@ -29,11 +31,44 @@ pub struct StackSpec<'a> {
     pub tmp: PathBuf,
 }
 
+/// The server process: a child of the runner, or inside xterm.
+enum ServerProc {
+    Direct(Proc),
+    InXterm(Box<Xterm>),
+}
+
+impl ServerProc {
+    fn pid(&self) -> i32 {
+        match self {
+            ServerProc::Direct(p) => p.pid(),
+            ServerProc::InXterm(x) => x.server_pid,
+        }
+    }
+
+    fn try_wait(&mut self) -> Option<ExitStatus> {
+        match self {
+            ServerProc::Direct(p) => p.try_wait(),
+            ServerProc::InXterm(x) => x.try_wait(),
+        }
+    }
+
+    fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
+        match self {
+            ServerProc::Direct(p) => p.stop(grace),
+            ServerProc::InXterm(x) => x.stop(grace),
+        }
+    }
+}
+
 /// A running stack.
 pub struct Stack {
     // Field order is drop order: nginx stops before the server.
     nginx: Option<Proc>,
-    server: Proc,
+    server: ServerProc,
+    /// Ends the thread following a server's stderr file (xterm rows).
+    stderr_done: Arc<AtomicBool>,
+    /// The terminal emulator, for meta.json (xterm rows).
+    pub terminal: Option<String>,
     sink: Option<Sink>,
     stderr: Lines,
     pub startup_line: String,
@@ -99,14 +134,26 @@ impl Stack {
             argv.extend(["--log-file".into(), log.display().to_string()]);
         }
         let mut sink = Sink::new(s.log, &spec.tmp.join("server-stdout.txt"))?;
-        let mut cmd = command(&place.server, argv);
-        cmd.env("RUST_LOG", &s.log_level)
-            .stdout(sink.stdio.take().expect("fresh sink"))
-            .stderr(Stdio::piped());
-        let mut server = Proc::spawn("server", &mut cmd)?;
-        drop(cmd);
         let (line_tx, line_rx) = mpsc::channel();
-        let stderr = server_stderr(&mut server, line_tx)?;
+        let stderr_done = Arc::new(AtomicBool::new(false));
+        let (mut server, stderr, terminal) = if s.log == LogSink::Xterm {
+            // Loopback rows only (the scenario parser says so): the server
+            // runs on this host, inside the terminal.
+            let tag = spec.tmp.display().to_string();
+            let x = Xterm::start(&spec.tmp, &argv, &[("RUST_LOG", &s.log_level)], &tag)?;
+            let lines = follow_file(x.stderr.clone(), line_tx, Arc::clone(&stderr_done));
+            let terminal = Some(x.describe());
+            (ServerProc::InXterm(Box::new(x)), lines, terminal)
+        } else {
+            let mut cmd = command(&place.server, argv);
+            cmd.env("RUST_LOG", &s.log_level)
+                .stdout(sink.stdio.take().expect("fresh sink"))
+                .stderr(Stdio::piped());
+            let mut proc = Proc::spawn("server", &mut cmd)?;
+            drop(cmd);
+            let lines = server_stderr(&mut proc, line_tx)?;
+            (ServerProc::Direct(proc), lines, None)
+        };
         let startup_line = wait_startup(&mut server, &line_rx, &stderr)?;
         let server_addr: SocketAddr = startup_line
             .split_whitespace()
@@ -117,6 +164,8 @@ impl Stack {
         let mut stack = Stack {
             nginx: None,
             server,
+            stderr_done,
+            terminal,
             sink: Some(sink),
             stderr,
             startup_line,
@@ -206,6 +255,13 @@ impl Stack {
             out.nginx_exit = n.stop(Duration::from_secs(10)).and_then(|s| s.code());
         }
         let exit = self.server.stop(Duration::from_secs(10));
+        // Let the stderr follower read the last lines, then end it.
+        std::thread::sleep(Duration::from_millis(if self.terminal.is_some() {
+            60
+        } else {
+            0
+        }));
+        self.stderr_done.store(true, Ordering::Relaxed);
         out.server_exit = exit.and_then(|s| s.code());
         out.server_stdout_bytes = self.sink.take().map_or(0, Sink::finish);
         out.log_file_bytes = self
@@ -222,6 +278,12 @@ impl Stack {
             ))
         };
         (out, result)
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        self.stderr_done.store(true, Ordering::Relaxed);
     }
 }
 
@@ -245,6 +307,43 @@ fn server_stderr(server: &mut Proc, first: mpsc::Sender<String>) -> anyhow::Resu
     Ok(lines)
 }
 
+/// Follows a server's stderr file (xterm rows) as [`server_stderr`] reads
+/// a pipe, until `done`.
+fn follow_file(path: PathBuf, first: mpsc::Sender<String>, done: Arc<AtomicBool>) -> Lines {
+    let lines: Lines = Arc::default();
+    let sink = Arc::clone(&lines);
+    std::thread::spawn(move || {
+        let mut reader = None;
+        let mut line = String::new();
+        while !done.load(Ordering::Relaxed) {
+            if reader.is_none() {
+                reader = std::fs::File::open(&path).ok().map(BufReader::new);
+            }
+            let Some(r) = reader.as_mut() else {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            };
+            match r.read_line(&mut line) {
+                Ok(n) if n > 0 && line.ends_with('\n') => {
+                    let l = line.trim_end().to_string();
+                    line.clear();
+                    if l.contains(" listening addr=") {
+                        let _ = first.send(l.clone());
+                    }
+                    let mut v = sink.lock().expect("stderr lines");
+                    if v.len() < 200 {
+                        v.push(l);
+                    }
+                }
+                // End of what was written so far (a partial line stays in
+                // `line` until its end arrives).
+                _ => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    });
+    lines
+}
+
 fn tail(lines: &Lines) -> String {
     let l = lines.lock().expect("stderr lines");
     l.iter()
@@ -257,7 +356,7 @@ fn tail(lines: &Lines) -> String {
 }
 
 fn wait_startup(
-    server: &mut Proc,
+    server: &mut ServerProc,
     rx: &mpsc::Receiver<String>,
     stderr: &Lines,
 ) -> anyhow::Result<String> {

@@ -29,7 +29,8 @@ fn shootout(args: &[&str]) -> Command {
 }
 
 /// Processes this runner started (servers from target/shootout, nginx with
-/// a prefix under `out`, loadgen with --shard) that are still alive.
+/// a prefix under `out`, loadgen with --shard, Xvfb and xterm tagged with a
+/// path under `out` in their environment) that are still alive.
 fn leftovers(out: &Path) -> Vec<String> {
     let out = out.display().to_string();
     let mut found = Vec::new();
@@ -46,7 +47,10 @@ fn leftovers(out: &Path) -> Vec<String> {
             continue;
         };
         let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+        let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let tagged = String::from_utf8_lossy(&env).contains(&format!("SHOOTOUT_TAG={out}"));
         if cmd.contains("target/shootout/")
+            || tagged
             || cmd.contains(&out)
             || (cmd.contains("loadgen") && cmd.contains("--shard"))
         {
@@ -547,4 +551,125 @@ fn alternate_schedule_loads_one_stack_after_the_other() {
     let (r, b) = (first_interval("row"), first_interval("base"));
     assert!(r.1 < b.0 || b.1 < r.0, "row {r:?} and base {b:?} overlap");
     assert!(leftovers(out.path()).is_empty());
+}
+
+/// xterm rows need Xvfb and xterm (`shootout setup --all` installs them);
+/// without them the test says so and does nothing.
+fn xterm_missing() -> Option<String> {
+    let missing: Vec<&str> = ["Xvfb", "xterm"]
+        .into_iter()
+        .filter(|p| shootout::setup::find(p).is_none())
+        .collect();
+    (!missing.is_empty()).then(|| format!("{} not installed", missing.join(" and ")))
+}
+
+#[test]
+fn xterm_rows_run_in_a_real_terminal_and_leave_nothing() {
+    if let Some(why) = xterm_missing() {
+        eprintln!("SKIPPED xterm_rows_run_in_a_real_terminal_and_leave_nothing: {why} (run: cargo run -p shootout -- setup --all)");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("xterm.toml");
+    std::fs::write(
+        &file,
+        "[defaults]\nduration = \"1s\"\nwarmup = \"0s\"\nconnections = 4\nworkers = 1\n\
+         features = [\"log-stdout\"]\nlog = \"xterm\"\n\n\
+         [[scenario]]\nname = \"xterm\"\nserver = \"actix\"\n\n\
+         [[scenario]]\nname = \"refused\"\nserver = \"actix\"\nbacklog = 0\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let result = shootout(&["run", "--build-profile", "dev", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    // The good row ran and its counter checked out; the bad one failed
+    // with the server's own words; nothing is left of either.
+    assert_eq!(result.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("xterm: ") && l.contains("counter ok")),
+        "{stdout}{stderr}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("refused: FAILED") && l.contains("backlog")),
+        "{stdout}"
+    );
+    assert!(leftovers(&out).is_empty(), "{:?}", leftovers(&out));
+    let m = meta(&out);
+    let row = &m["rows"][0];
+    assert!(
+        row["terminal"]
+            .as_str()
+            .unwrap()
+            .starts_with("xterm on Xvfb :"),
+        "{row}"
+    );
+    assert!(
+        row["server"]["cpu_seconds"].as_f64().unwrap() > 0.0,
+        "{row}"
+    );
+
+    // SIGINT while the xterm row is loaded: exit 130, nothing left.
+    let out = dir.path().join("out-sigint");
+    let mut child = shootout(&[
+        "run",
+        "--build-profile",
+        "dev",
+        "--only",
+        "xterm",
+        "--duration",
+        "60s",
+        "--out",
+    ])
+    .arg(&out)
+    .arg(&file)
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let log = std::fs::read_dir(&out)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path().join("xterm/xterm.jsonl"));
+        if log
+            .as_ref()
+            .is_some_and(|l| std::fs::metadata(l).is_ok_and(|m| m.len() > 0))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "loadgen never started");
+        assert!(child.try_wait().unwrap().is_none(), "shootout exited early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !leftovers(&out).is_empty(),
+        "the xterm row should be running"
+    );
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no stop after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert!(leftovers(&out).is_empty(), "{:?}", leftovers(&out));
 }

@@ -1,0 +1,232 @@
+//! `log = "xterm"`: the server runs inside a real terminal emulator, xterm,
+//! drawing on a private Xvfb display, so its stdout costs what it costs on a
+//! desktop (the pty sink only drains bytes; nothing is drawn).
+//!
+//! Xvfb picks a free display (`-displayfd`), xterm runs a small `sh` wrapper
+//! that starts the server (in its own process group) in the background with
+//! its stderr in a file and
+//! writes the server's pid, then its exit status, to files the runner reads.
+//! Stopping: SIGTERM to the server, xterm exits when its child is gone, then
+//! Xvfb. Every process is also stopped on drop.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use crate::procs::Proc;
+
+/// Window size in character cells.
+pub const GEOMETRY: &str = "120x40";
+/// Lines kept in the scrollback.
+pub const SCROLLBACK: u32 = 1024;
+/// xterm's core font (xfonts-base's `fixed`, 6x13).
+pub const FONT: &str = "fixed";
+
+/// The wrapper xterm runs: the server in the background, stderr in a file,
+/// its pid and then its exit status in files (written atomically).
+/// `setsid` makes the server its own process group, as the runner's other
+/// servers are, so that CPU and RSS are read the same way.
+const WRAPPER: &str = r#"setsid "$@" 2>"$SHOOTOUT_STDERR" &
+echo $! >"$SHOOTOUT_PID.tmp" && mv "$SHOOTOUT_PID.tmp" "$SHOOTOUT_PID"
+wait $!
+echo $? >"$SHOOTOUT_EXIT.tmp" && mv "$SHOOTOUT_EXIT.tmp" "$SHOOTOUT_EXIT""#;
+
+/// A server running in xterm on its own Xvfb display.
+pub struct Xterm {
+    // Drop order: xterm before Xvfb.
+    xterm: Proc,
+    xvfb: Proc,
+    pub server_pid: i32,
+    pub display: u32,
+    /// The server's stderr.
+    pub stderr: PathBuf,
+    exit_file: PathBuf,
+    status: Option<ExitStatus>,
+}
+
+impl Xterm {
+    /// Starts Xvfb and xterm running `argv` (with `env` set) in `dir`;
+    /// `tag` goes into their environment so tests can find them.
+    pub fn start(
+        dir: &Path,
+        argv: &[String],
+        env: &[(&str, &str)],
+        tag: &str,
+    ) -> anyhow::Result<Xterm> {
+        let xvfb_err = dir.join("xvfb.stderr");
+        let mut cmd = Command::new("Xvfb");
+        cmd.args([
+            "-displayfd",
+            "1",
+            "-nolisten",
+            "tcp",
+            "-screen",
+            "0",
+            "1280x800x24",
+        ])
+        .env("SHOOTOUT_TAG", tag)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(file(&xvfb_err)?);
+        let mut xvfb = Proc::spawn("Xvfb", &mut cmd)?;
+        let display = read_display(&mut xvfb)
+            .with_context(|| format!("Xvfb did not start: {}", last_line(&xvfb_err)))?;
+
+        let (pid_file, exit_file) = (dir.join("server.pid"), dir.join("server.exit"));
+        let stderr = dir.join("server.stderr");
+        let xterm_err = dir.join("xterm.stderr");
+        let mut cmd = Command::new("xterm");
+        cmd.args([
+            "-display",
+            &format!(":{display}"),
+            "-geometry",
+            GEOMETRY,
+            "-sl",
+            &SCROLLBACK.to_string(),
+            "-fn",
+            FONT,
+            "-e",
+            "/bin/sh",
+            "-c",
+            WRAPPER,
+            "sh",
+        ])
+        .args(argv)
+        .envs(env.iter().copied())
+        .env("SHOOTOUT_TAG", tag)
+        .env("SHOOTOUT_PID", &pid_file)
+        .env("SHOOTOUT_EXIT", &exit_file)
+        .env("SHOOTOUT_STDERR", &stderr)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(file(&xterm_err)?);
+        let mut xterm = Proc::spawn("xterm", &mut cmd)?;
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let server_pid = loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
+            {
+                break pid;
+            }
+            if let Some(st) = xterm.try_wait() {
+                bail!("xterm exited ({st}): {}", last_line(&xterm_err));
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "xterm started no server within 15 s: {}",
+                    last_line(&xterm_err)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Ok(Xterm {
+            xterm,
+            xvfb,
+            server_pid,
+            display,
+            stderr,
+            exit_file,
+            status: None,
+        })
+    }
+
+    /// What meta.json records about the terminal.
+    pub fn describe(&self) -> String {
+        format!(
+            "xterm on Xvfb :{} ({GEOMETRY} cells, scrollback {SCROLLBACK} lines, font {FONT})",
+            self.display
+        )
+    }
+
+    /// The server's exit status, once it has exited (or xterm has gone).
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            if let Some(code) = std::fs::read_to_string(&self.exit_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
+            {
+                self.status = Some(ExitStatus::from_raw((code & 0xff) << 8));
+            } else if let Some(st) = self.xterm.try_wait() {
+                self.status = Some(st);
+            }
+        }
+        self.status
+    }
+
+    /// SIGTERM to the server, SIGKILL after `grace`; then xterm and Xvfb.
+    pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
+        if self.try_wait().is_none() {
+            self.signal(libc::SIGTERM);
+            let deadline = Instant::now() + grace;
+            while self.try_wait().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if self.try_wait().is_none() {
+                self.signal(libc::SIGKILL);
+                let deadline = Instant::now() + Duration::from_secs(2);
+                while self.try_wait().is_none() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+        // xterm leaves once its child has; then the display goes.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.xterm.try_wait().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.xterm.stop(Duration::from_secs(2));
+        self.xvfb.stop(Duration::from_secs(2));
+        self.status
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on the server this terminal started (its pid file).
+        unsafe {
+            libc::kill(self.server_pid, sig);
+        }
+    }
+}
+
+impl Drop for Xterm {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(2));
+    }
+}
+
+/// Xvfb writes its display number on stdout once it accepts clients.
+fn read_display(xvfb: &mut Proc) -> anyhow::Result<u32> {
+    let out = xvfb.take_stdout().context("Xvfb stdout")?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(out).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    match rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(line) => line
+            .trim()
+            .parse()
+            .with_context(|| format!("unexpected display {line:?}")),
+        Err(_) => bail!("no display within 10 s"),
+    }
+}
+
+fn file(path: &Path) -> anyhow::Result<std::fs::File> {
+    std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))
+}
+
+fn last_line(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(no output)")
+        .to_string()
+}
