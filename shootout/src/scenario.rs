@@ -64,8 +64,7 @@ pub enum LogSink {
     Pipe,
     /// A plain file redirect.
     File,
-    /// A real terminal emulator, xterm, drawing on a private Xvfb display
-    /// (loopback rows).
+    /// A real terminal emulator, xterm, drawing on a private Xvfb display.
     Xterm,
 }
 
@@ -450,12 +449,6 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         let spin_ns = o.spin_ns.or(d.spin_ns);
         let log = o.log.or(d.log).unwrap_or(LogSink::None);
         let topology = o.topology.or(d.topology).unwrap_or(Topology::Loopback);
-        if log == LogSink::Xterm && topology != Topology::Loopback {
-            return Err(err(
-                at,
-                "log = \"xterm\" needs topology = \"loopback\"".into(),
-            ));
-        }
         if spin_ns.is_some() && !features.iter().any(|f| f == "calibrate") {
             return Err(err(at, "spin_ns needs the calibrate feature".into()));
         }

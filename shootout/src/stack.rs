@@ -137,9 +137,10 @@ impl Stack {
         let (line_tx, line_rx) = mpsc::channel();
         let stderr_done = Arc::new(AtomicBool::new(false));
         let (mut server, stderr, terminal) = if s.log == LogSink::Xterm {
-            // Loopback rows only (the scenario parser says so): the server
-            // runs on this host, inside the terminal.
+            // xterm and its display run here; the server inside it runs on
+            // the server's host (`ip netns exec` replaces itself with it).
             let tag = spec.tmp.display().to_string();
+            let argv = place.server.wrap(argv);
             let x = Xterm::start(&spec.tmp, &argv, &[("RUST_LOG", &s.log_level)], &tag)?;
             let lines = follow_file(x.stderr.clone(), line_tx, Arc::clone(&stderr_done));
             let terminal = Some(x.describe());
