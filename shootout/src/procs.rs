@@ -27,6 +27,30 @@ impl Proc {
         })
     }
 
+    /// Spawns `cmd` as the leader of a new session (and so of a new process
+    /// group). With the kernel's autogroup scheduling (on by default), a
+    /// session is what CPU time is shared between: every server gets its own,
+    /// so that two servers sharing a CPU get equal shares whatever else runs
+    /// in the runner's session, and a server inside a terminal emulator
+    /// (which makes its own session) is on the same footing as one that is not.
+    pub fn spawn_session(name: &str, cmd: &mut Command) -> anyhow::Result<Proc> {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid is async-signal-safe; it cannot fail in a freshly
+        // forked child, which is never a process-group leader.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().with_context(|| format!("starting {name}"))?;
+        Ok(Proc {
+            name: name.into(),
+            child,
+            status: None,
+        })
+    }
+
     /// The child's piped stderr, once.
     pub fn take_stderr(&mut self) -> Option<std::process::ChildStderr> {
         self.child.stderr.take()

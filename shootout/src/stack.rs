@@ -150,7 +150,7 @@ impl Stack {
             cmd.env("RUST_LOG", &s.log_level)
                 .stdout(sink.stdio.take().expect("fresh sink"))
                 .stderr(Stdio::piped());
-            let mut proc = Proc::spawn("server", &mut cmd)?;
+            let mut proc = Proc::spawn_session("server", &mut cmd)?;
             drop(cmd);
             let lines = server_stderr(&mut proc, line_tx)?;
             (ServerProc::Direct(proc), lines, None)

@@ -29,8 +29,10 @@ pub const FONT: &str = "fixed";
 
 /// The wrapper xterm runs: the server in the background, stderr in a file,
 /// its pid and then its exit status in files (written atomically).
-/// `setsid` makes the server its own process group, as the runner's other
-/// servers are, so that CPU and RSS are read the same way.
+/// `setsid` makes the server the leader of its own session and process
+/// group, as the runner's other servers are (see `Proc::spawn_session`):
+/// CPU and RSS are read the same way, and the kernel's autogroup scheduling
+/// gives it the same share of a CPU.
 const WRAPPER: &str = r#"setsid "$@" 2>"$SHOOTOUT_STDERR" &
 echo $! >"$SHOOTOUT_PID.tmp" && mv "$SHOOTOUT_PID.tmp" "$SHOOTOUT_PID"
 wait $!
