@@ -4,6 +4,7 @@
 pub mod build;
 pub mod calibrate;
 pub mod counter;
+pub mod emulator;
 pub mod host;
 pub mod load;
 pub mod meta;
@@ -18,7 +19,6 @@ pub mod sequential;
 pub mod setup;
 pub mod stack;
 pub mod verify;
-pub mod xterm;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -26,8 +26,8 @@ impl Sink {
     pub fn new(kind: LogSink, file: &Path) -> anyhow::Result<Sink> {
         let bytes = Arc::new(AtomicU64::new(0));
         let (stdio, reader) = match kind {
-            // xterm is the server's terminal (see `crate::xterm`).
-            LogSink::None | LogSink::Xterm => (Stdio::null(), None),
+            // The emulator is the server's terminal (see `crate::emulator`).
+            LogSink::None | LogSink::Xterm | LogSink::Alacritty => (Stdio::null(), None),
             LogSink::File => {
                 let f =
                     File::create(file).with_context(|| format!("creating {}", file.display()))?;

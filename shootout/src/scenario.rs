@@ -66,6 +66,8 @@ pub enum LogSink {
     File,
     /// A real terminal emulator, xterm, drawing on a private Xvfb display.
     Xterm,
+    /// alacritty (OpenGL, software rendering) on a private Xvfb display.
+    Alacritty,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

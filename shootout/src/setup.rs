@@ -53,7 +53,7 @@ pub const GXX: Need = Need {
 pub const XVFB: Need = Need {
     program: "Xvfb",
     package: "xvfb",
-    why: "xterm rows",
+    why: "terminal-emulator rows",
 };
 pub const XTERM: Need = Need {
     program: "xterm",
@@ -68,9 +68,17 @@ pub const FIXED_FONT: Need = Need {
     why: "xterm rows",
 };
 
+pub const ALACRITTY: Need = Need {
+    program: "alacritty",
+    package: "alacritty",
+    why: "alacritty rows",
+};
+
 /// Everything any scenario or test can need.
 pub fn all() -> Vec<Need> {
-    vec![NGINX, IP, TASKSET, CMAKE, GXX, XVFB, XTERM, FIXED_FONT]
+    vec![
+        NGINX, IP, TASKSET, CMAKE, GXX, XVFB, XTERM, FIXED_FONT, ALACRITTY,
+    ]
 }
 
 /// What these rows need (each program once, in a fixed order).
@@ -89,8 +97,10 @@ pub fn needs_of<'a>(rows: impl IntoIterator<Item = &'a Scenario>) -> Vec<Need> {
         if s.features.iter().any(|f| f == "snmalloc") {
             needs.extend([CMAKE, GXX]);
         }
-        if s.log == crate::scenario::LogSink::Xterm {
-            needs.extend([XVFB, XTERM, FIXED_FONT]);
+        match s.log {
+            crate::scenario::LogSink::Xterm => needs.extend([XVFB, XTERM, FIXED_FONT]),
+            crate::scenario::LogSink::Alacritty => needs.extend([XVFB, ALACRITTY]),
+            _ => {}
         }
     }
     let order = all();

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
+use crate::emulator::{self, Emulator};
 use crate::host::{Host, Placement};
 use crate::load::{command, taskset};
 use crate::nginx;
@@ -20,7 +21,6 @@ use crate::output::Sink;
 use crate::procs::Proc;
 use crate::scenario::{LogSink, Request, Scenario};
 use crate::verify::{self, Verified};
-use crate::xterm::Xterm;
 
 /// What a stack needs to start.
 pub struct StackSpec<'a> {
@@ -31,31 +31,31 @@ pub struct StackSpec<'a> {
     pub tmp: PathBuf,
 }
 
-/// The server process: a child of the runner, or inside xterm.
+/// The server process: a child of the runner, or inside a terminal emulator.
 enum ServerProc {
     Direct(Proc),
-    InXterm(Box<Xterm>),
+    InTerminal(Box<Emulator>),
 }
 
 impl ServerProc {
     fn pid(&self) -> i32 {
         match self {
             ServerProc::Direct(p) => p.pid(),
-            ServerProc::InXterm(x) => x.server_pid,
+            ServerProc::InTerminal(x) => x.server_pid,
         }
     }
 
     fn try_wait(&mut self) -> Option<ExitStatus> {
         match self {
             ServerProc::Direct(p) => p.try_wait(),
-            ServerProc::InXterm(x) => x.try_wait(),
+            ServerProc::InTerminal(x) => x.try_wait(),
         }
     }
 
     fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
         match self {
             ServerProc::Direct(p) => p.stop(grace),
-            ServerProc::InXterm(x) => x.stop(grace),
+            ServerProc::InTerminal(x) => x.stop(grace),
         }
     }
 }
@@ -65,9 +65,9 @@ pub struct Stack {
     // Field order is drop order: nginx stops before the server.
     nginx: Option<Proc>,
     server: ServerProc,
-    /// Ends the thread following a server's stderr file (xterm rows).
+    /// Ends the thread following a server's stderr file (emulator rows).
     stderr_done: Arc<AtomicBool>,
-    /// The terminal emulator, for meta.json (xterm rows).
+    /// The terminal emulator, for meta.json (emulator rows).
     pub terminal: Option<String>,
     sink: Option<Sink>,
     stderr: Lines,
@@ -136,15 +136,20 @@ impl Stack {
         let mut sink = Sink::new(s.log, &spec.tmp.join("server-stdout.txt"))?;
         let (line_tx, line_rx) = mpsc::channel();
         let stderr_done = Arc::new(AtomicBool::new(false));
-        let (mut server, stderr, terminal) = if s.log == LogSink::Xterm {
-            // xterm and its display run here; the server inside it runs on
+        let emulator = match s.log {
+            LogSink::Xterm => Some(emulator::Kind::Xterm),
+            LogSink::Alacritty => Some(emulator::Kind::Alacritty),
+            _ => None,
+        };
+        let (mut server, stderr, terminal) = if let Some(kind) = emulator {
+            // The emulator and its display run here; the server inside it runs on
             // the server's host (`ip netns exec` replaces itself with it).
             let tag = spec.tmp.display().to_string();
             let argv = place.server.wrap(argv);
-            let x = Xterm::start(&spec.tmp, &argv, &[("RUST_LOG", &s.log_level)], &tag)?;
+            let x = Emulator::start(kind, &spec.tmp, &argv, &[("RUST_LOG", &s.log_level)], &tag)?;
             let lines = follow_file(x.stderr.clone(), line_tx, Arc::clone(&stderr_done));
             let terminal = Some(x.describe());
-            (ServerProc::InXterm(Box::new(x)), lines, terminal)
+            (ServerProc::InTerminal(Box::new(x)), lines, terminal)
         } else {
             let mut cmd = command(&place.server, argv);
             cmd.env("RUST_LOG", &s.log_level)
@@ -308,7 +313,7 @@ fn server_stderr(server: &mut Proc, first: mpsc::Sender<String>) -> anyhow::Resu
     Ok(lines)
 }
 
-/// Follows a server's stderr file (xterm rows) as [`server_stderr`] reads
+/// Follows a server's stderr file (emulator rows) as [`server_stderr`] reads
 /// a pipe, until `done`.
 fn follow_file(path: PathBuf, first: mpsc::Sender<String>, done: Arc<AtomicBool>) -> Lines {
     let lines: Lines = Arc::default();

@@ -553,10 +553,11 @@ fn alternate_schedule_loads_one_stack_after_the_other() {
     assert!(leftovers(out.path()).is_empty());
 }
 
-/// xterm rows need Xvfb and xterm (`shootout setup --all` installs them);
+/// Emulator rows need Xvfb, xterm and alacritty (`shootout setup --all`
+/// installs them);
 /// without them the test says so and does nothing.
 fn xterm_missing() -> Option<String> {
-    let missing: Vec<&str> = ["Xvfb", "xterm"]
+    let missing: Vec<&str> = ["Xvfb", "xterm", "alacritty"]
         .into_iter()
         .filter(|p| shootout::setup::find(p).is_none())
         .collect();
@@ -564,9 +565,9 @@ fn xterm_missing() -> Option<String> {
 }
 
 #[test]
-fn xterm_rows_run_in_a_real_terminal_and_leave_nothing() {
+fn emulator_rows_run_in_real_terminals_and_leave_nothing() {
     if let Some(why) = xterm_missing() {
-        eprintln!("SKIPPED xterm_rows_run_in_a_real_terminal_and_leave_nothing: {why} (run: cargo run -p shootout -- setup --all)");
+        eprintln!("SKIPPED emulator_rows_run_in_real_terminals_and_leave_nothing: {why} (run: cargo run -p shootout -- setup --all)");
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -577,6 +578,7 @@ fn xterm_rows_run_in_a_real_terminal_and_leave_nothing() {
         "[defaults]\nduration = \"1s\"\nwarmup = \"0s\"\nconnections = 4\nworkers = 1\n\
          features = [\"log-stdout\"]\nlog = \"xterm\"\n\n\
          [[scenario]]\nname = \"xterm\"\nserver = \"actix\"\n\n\
+         [[scenario]]\nname = \"alacritty\"\nserver = \"actix\"\nlog = \"alacritty\"\n\n\
          [[scenario]]\nname = \"refused\"\nserver = \"actix\"\nbacklog = 0\n",
     )
     .unwrap();

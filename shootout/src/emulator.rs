@@ -1,13 +1,16 @@
-//! `log = "xterm"`: the server runs inside a real terminal emulator, xterm,
-//! drawing on a private Xvfb display, so its stdout costs what it costs on a
-//! desktop (the pty sink only drains bytes; nothing is drawn).
+//! `log = "xterm"` and `log = "alacritty"`: the server runs inside a real
+//! terminal emulator drawing on a private Xvfb display, so its stdout costs
+//! what it costs on a desktop (the pty sink only drains bytes; nothing is
+//! drawn). xterm draws with X core fonts; alacritty with OpenGL, here Mesa's
+//! software renderer (`LIBGL_ALWAYS_SOFTWARE=1`), as on a machine without a
+//! GPU.
 //!
-//! Xvfb picks a free display (`-displayfd`), xterm runs a small `sh` wrapper
-//! that starts the server (in its own process group) in the background with
-//! its stderr in a file and
-//! writes the server's pid, then its exit status, to files the runner reads.
-//! Stopping: SIGTERM to the server, xterm exits when its child is gone, then
-//! Xvfb. Every process is also stopped on drop.
+//! Xvfb picks a free display (`-displayfd`), the emulator runs a small `sh`
+//! wrapper that starts the server (leading its own session) in the
+//! background with its stderr in a file and writes the server's pid, then
+//! its exit status, to files the runner reads. Stopping: SIGTERM to the
+//! server, the emulator exits when its child is gone, then Xvfb. Every
+//! process is also stopped on drop.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
@@ -21,13 +24,71 @@ use anyhow::{bail, Context};
 use crate::procs::Proc;
 
 /// Window size in character cells.
-pub const GEOMETRY: &str = "120x40";
+pub const COLUMNS: u32 = 120;
+pub const LINES: u32 = 40;
 /// Lines kept in the scrollback.
 pub const SCROLLBACK: u32 = 1024;
-/// xterm's core font (xfonts-base's `fixed`, 6x13).
-pub const FONT: &str = "fixed";
 
-/// The wrapper xterm runs: the server in the background, stderr in a file,
+/// Which terminal emulator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// xterm with its core font `fixed` (xfonts-base, 6x13 pixels).
+    Xterm,
+    /// alacritty at font size 10 (its default family), software OpenGL.
+    Alacritty,
+}
+
+impl Kind {
+    fn program(self) -> &'static str {
+        match self {
+            Kind::Xterm => "xterm",
+            Kind::Alacritty => "alacritty",
+        }
+    }
+
+    fn font(self) -> &'static str {
+        match self {
+            Kind::Xterm => "fixed (6x13)",
+            Kind::Alacritty => "default family, size 10",
+        }
+    }
+
+    /// The emulator's command line up to `-e`, for display `:display`.
+    fn command(self, display: u32) -> Command {
+        let mut cmd = Command::new(self.program());
+        match self {
+            Kind::Xterm => {
+                cmd.args([
+                    "-display",
+                    &format!(":{display}"),
+                    "-geometry",
+                    &format!("{COLUMNS}x{LINES}"),
+                    "-sl",
+                    &SCROLLBACK.to_string(),
+                    "-fn",
+                    "fixed",
+                ]);
+            }
+            Kind::Alacritty => {
+                cmd.env("DISPLAY", format!(":{display}"))
+                    .env("LIBGL_ALWAYS_SOFTWARE", "1")
+                    .args([
+                        "-o",
+                        &format!("window.dimensions.columns={COLUMNS}"),
+                        "-o",
+                        &format!("window.dimensions.lines={LINES}"),
+                        "-o",
+                        &format!("scrolling.history={SCROLLBACK}"),
+                        "-o",
+                        "font.size=10",
+                    ]);
+            }
+        }
+        cmd
+    }
+}
+
+/// The wrapper the emulator runs: the server in the background, stderr in a file,
 /// its pid and then its exit status in files (written atomically).
 /// `setsid` makes the server the leader of its own session and process
 /// group, as the runner's other servers are (see `Proc::spawn_session`):
@@ -38,10 +99,11 @@ echo $! >"$SHOOTOUT_PID.tmp" && mv "$SHOOTOUT_PID.tmp" "$SHOOTOUT_PID"
 wait $!
 echo $? >"$SHOOTOUT_EXIT.tmp" && mv "$SHOOTOUT_EXIT.tmp" "$SHOOTOUT_EXIT""#;
 
-/// A server running in xterm on its own Xvfb display.
-pub struct Xterm {
-    // Drop order: xterm before Xvfb.
-    xterm: Proc,
+/// A server running in a terminal emulator on its own Xvfb display.
+pub struct Emulator {
+    kind: Kind,
+    // Drop order: the emulator before Xvfb.
+    term: Proc,
     xvfb: Proc,
     pub server_pid: i32,
     pub display: u32,
@@ -51,15 +113,16 @@ pub struct Xterm {
     status: Option<ExitStatus>,
 }
 
-impl Xterm {
-    /// Starts Xvfb and xterm running `argv` (with `env` set) in `dir`;
-    /// `tag` goes into their environment so tests can find them.
+impl Emulator {
+    /// Starts Xvfb and the emulator running `argv` (with `env` set) in
+    /// `dir`; `tag` goes into their environment so tests can find them.
     pub fn start(
+        kind: Kind,
         dir: &Path,
         argv: &[String],
         env: &[(&str, &str)],
         tag: &str,
-    ) -> anyhow::Result<Xterm> {
+    ) -> anyhow::Result<Emulator> {
         let xvfb_err = dir.join("xvfb.stderr");
         let mut cmd = Command::new("Xvfb");
         cmd.args([
@@ -81,33 +144,19 @@ impl Xterm {
 
         let (pid_file, exit_file) = (dir.join("server.pid"), dir.join("server.exit"));
         let stderr = dir.join("server.stderr");
-        let xterm_err = dir.join("xterm.stderr");
-        let mut cmd = Command::new("xterm");
-        cmd.args([
-            "-display",
-            &format!(":{display}"),
-            "-geometry",
-            GEOMETRY,
-            "-sl",
-            &SCROLLBACK.to_string(),
-            "-fn",
-            FONT,
-            "-e",
-            "/bin/sh",
-            "-c",
-            WRAPPER,
-            "sh",
-        ])
-        .args(argv)
-        .envs(env.iter().copied())
-        .env("SHOOTOUT_TAG", tag)
-        .env("SHOOTOUT_PID", &pid_file)
-        .env("SHOOTOUT_EXIT", &exit_file)
-        .env("SHOOTOUT_STDERR", &stderr)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(file(&xterm_err)?);
-        let mut xterm = Proc::spawn("xterm", &mut cmd)?;
+        let term_err = dir.join(format!("{}.stderr", kind.program()));
+        let mut cmd = kind.command(display);
+        cmd.args(["-e", "/bin/sh", "-c", WRAPPER, "sh"])
+            .args(argv)
+            .envs(env.iter().copied())
+            .env("SHOOTOUT_TAG", tag)
+            .env("SHOOTOUT_PID", &pid_file)
+            .env("SHOOTOUT_EXIT", &exit_file)
+            .env("SHOOTOUT_STDERR", &stderr)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(file(&term_err)?);
+        let mut term = Proc::spawn(kind.program(), &mut cmd)?;
         let deadline = Instant::now() + Duration::from_secs(15);
         let server_pid = loop {
             if let Some(pid) = std::fs::read_to_string(&pid_file)
@@ -116,19 +165,21 @@ impl Xterm {
             {
                 break pid;
             }
-            if let Some(st) = xterm.try_wait() {
-                bail!("xterm exited ({st}): {}", last_line(&xterm_err));
+            if let Some(st) = term.try_wait() {
+                bail!("{} exited ({st}): {}", kind.program(), last_line(&term_err));
             }
             if Instant::now() > deadline {
                 bail!(
-                    "xterm started no server within 15 s: {}",
-                    last_line(&xterm_err)
+                    "{} started no server within 15 s: {}",
+                    kind.program(),
+                    last_line(&term_err)
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        Ok(Xterm {
-            xterm,
+        Ok(Emulator {
+            kind,
+            term,
             xvfb,
             server_pid,
             display,
@@ -141,12 +192,14 @@ impl Xterm {
     /// What meta.json records about the terminal.
     pub fn describe(&self) -> String {
         format!(
-            "xterm on Xvfb :{} ({GEOMETRY} cells, scrollback {SCROLLBACK} lines, font {FONT})",
-            self.display
+            "{} on Xvfb :{} ({COLUMNS}x{LINES} cells, scrollback {SCROLLBACK} lines, font {})",
+            self.kind.program(),
+            self.display,
+            self.kind.font()
         )
     }
 
-    /// The server's exit status, once it has exited (or xterm has gone).
+    /// The server's exit status, once it has exited (or the emulator has gone).
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {
             if let Some(code) = std::fs::read_to_string(&self.exit_file)
@@ -154,14 +207,14 @@ impl Xterm {
                 .and_then(|s| s.trim().parse::<i32>().ok())
             {
                 self.status = Some(ExitStatus::from_raw((code & 0xff) << 8));
-            } else if let Some(st) = self.xterm.try_wait() {
+            } else if let Some(st) = self.term.try_wait() {
                 self.status = Some(st);
             }
         }
         self.status
     }
 
-    /// SIGTERM to the server, SIGKILL after `grace`; then xterm and Xvfb.
+    /// SIGTERM to the server, SIGKILL after `grace`; then the emulator and Xvfb.
     pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
         if self.try_wait().is_none() {
             self.signal(libc::SIGTERM);
@@ -177,12 +230,12 @@ impl Xterm {
                 }
             }
         }
-        // xterm leaves once its child has; then the display goes.
+        // The emulator leaves once its child has; then the display goes.
         let deadline = Instant::now() + Duration::from_secs(5);
-        while self.xterm.try_wait().is_none() && Instant::now() < deadline {
+        while self.term.try_wait().is_none() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        self.xterm.stop(Duration::from_secs(2));
+        self.term.stop(Duration::from_secs(2));
         self.xvfb.stop(Duration::from_secs(2));
         self.status
     }
@@ -195,7 +248,7 @@ impl Xterm {
     }
 }
 
-impl Drop for Xterm {
+impl Drop for Emulator {
     fn drop(&mut self) {
         self.stop(Duration::from_secs(2));
     }
