@@ -18,6 +18,8 @@ pub struct Launch {
     pub worker_rule: &'static str,
     pub addr: SocketAddr,
     backlog: i32,
+    /// The open-file limit in force: raised to the hard limit at start.
+    pub nofile: u64,
     log: LogGuard,
 }
 
@@ -27,6 +29,9 @@ impl Launch {
     pub fn prepare(args: &ServerArgs) -> anyhow::Result<(Launch, TcpListener)> {
         args.check_against_features().map_err(anyhow::Error::msg)?;
         let log = logging::init(args.log_file.as_deref()).map_err(anyhow::Error::msg)?;
+        // Every connection is a file: as many as the hard limit allows.
+        let nofile =
+            rlimit::increase_nofile_limit(u64::MAX).context("raising the open-file limit")?;
         let workers = args.workers();
         let counter = CounterOptions {
             workers,
@@ -42,6 +47,7 @@ impl Launch {
             worker_rule: args.workers.rule(),
             addr,
             backlog: args.backlog,
+            nofile,
             log,
         };
         Ok((launch, listener))
@@ -56,7 +62,8 @@ impl Launch {
                 framework,
                 self.addr,
                 (self.workers, self.worker_rule),
-                self.backlog
+                self.backlog,
+                self.nofile
             ),
             self.app.spin().describe()
         );

@@ -68,13 +68,14 @@ pub fn features() -> Vec<&'static str> {
 
 /// The one line each server prints on stderr once it listens, in `key=value`
 /// form for the runner to record, e.g.
-/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 worker_rule=logical backlog=1024 features=global-counter,keepalive-os`.
+/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 worker_rule=logical backlog=1024 nofile=1048576 features=global-counter,keepalive-os`.
 pub fn startup_line(
     binary: &str,
     framework: &str,
     addr: std::net::SocketAddr,
     workers: (usize, &str),
     backlog: i32,
+    nofile: u64,
 ) -> String {
     let (workers, rule) = workers;
     let features = features();
@@ -84,6 +85,6 @@ pub fn startup_line(
         features.join(",")
     };
     format!(
-        "{binary} listening addr={addr} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} features={features}"
+        "{binary} listening addr={addr} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} nofile={nofile} features={features}"
     )
 }

@@ -35,13 +35,26 @@ fn startup_line_names_address_framework_version_workers_and_features() {
             sorted.join(",")
         };
         let expected = format!(
-            "{} listening addr={} framework={fw_crate}/{} workers=3 worker_rule=count backlog=77 features={expected_features}",
+            "{} listening addr={} framework={fw_crate}/{} workers=3 worker_rule=count backlog=77 nofile={} features={expected_features}",
             fw.binary(),
             server.addr,
             locked_version(fw_crate),
+            hard_nofile(),
         );
         assert_eq!(line, &expected);
     }
+}
+
+/// The hard open-file limit the servers inherit: they raise their soft
+/// limit to it and say so (`nofile=`).
+fn hard_nofile() -> u64 {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct it is given.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) }, 0);
+    l.rlim_max
 }
 
 /// Features in the fixed order the start-up line uses.

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod config;
 pub mod histlog;
+pub mod limits;
 pub mod output;
 pub mod record;
 pub mod request;
@@ -60,6 +61,10 @@ pub fn main_with(args: cli::Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = limits::open_files(config.connections, config.threads) {
+        eprintln!("loadgen: {e}");
+        return ExitCode::from(2);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {

@@ -194,6 +194,9 @@ fn bad_input_is_one_line_and_exit_2() {
         &["--rate", "10", "--pipeline", "2", "http://127.0.0.1:1/"],
         &["-t", "4", "-c", "2", "http://127.0.0.1:1/"],
         &["-H", "no colon", "http://127.0.0.1:1/"],
+        // More connections than any open-file limit allows.
+        &["-c", "4000000000", "http://127.0.0.1:1/"],
+        &["--spin-before", "50us", "http://127.0.0.1:1/"],
         &[],
     ] {
         let started = Instant::now();
