@@ -1,6 +1,16 @@
-# Sourced by the benchmarks: nginx answering `return 200 "ok"` from a private
-# prefix on a loopback port. Needs $prefix, $port, $url and $nginx_bin set,
-# and $nginx_pid (empty at first); the caller's trap stops nginx.
+# Sourced by the benchmarks (needs $nginx_bin): a private prefix ($prefix),
+# a free loopback port ($port, $url), a trap that stops nginx and removes
+# the prefix on exit, and start_nginx: nginx answering `return 200 "ok"`.
+
+prefix=$(mktemp -d /tmp/shootout-bench.XXXXXX)
+nginx_pid=""
+cleanup() {
+  if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null || true; wait "$nginx_pid" 2>/dev/null || true; fi
+  rm -rf "$prefix"
+}
+trap cleanup EXIT INT TERM
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+url="http://127.0.0.1:$port/"
 
 # start_nginx WORKERS [CPU]: (re)starts nginx with that many workers, pinned to CPU if given.
 start_nginx() {

@@ -21,15 +21,7 @@ for tool in "$nginx_bin" taskset curl; do
   command -v "$tool" >/dev/null || { echo "open-model: $tool is missing (apt-get install -y nginx-light util-linux curl)" >&2; exit 2; }
 done
 
-prefix=$(mktemp -d /tmp/shootout-bench.XXXXXX)
-nginx_pid=""
-cleanup() {
-  if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null || true; wait "$nginx_pid" 2>/dev/null || true; fi
-  rm -rf "$prefix"
-}
-trap cleanup EXIT INT TERM
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-url="http://127.0.0.1:$port/"
+# $prefix, $url, start_nginx, and a trap that stops nginx and removes $prefix.
 . loadgen/bench/nginx.sh
 start_nginx 1 1
 

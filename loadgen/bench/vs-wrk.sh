@@ -24,18 +24,8 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 cargo build --release --quiet -p loadgen
 loadgen=target/release/loadgen
 
-prefix=$(mktemp -d /tmp/shootout-bench.XXXXXX)
-nginx_pid=""
-cleanup() {
-  if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null || true; wait "$nginx_pid" 2>/dev/null || true; fi
-  rm -rf "$prefix"
-}
-trap cleanup EXIT INT TERM
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-url="http://127.0.0.1:$port/"
-
-. loadgen/bench/nginx.sh   # start_nginx (cwd is the repository root)
+# $prefix, $url, start_nginx, and a trap that stops nginx and removes $prefix.
+. loadgen/bench/nginx.sh   # (cwd is the repository root)
 
 # measure TOOL THREADS CONNS CPU [EXTRA] -> "rps requests cpu_s rss_kb"
 # EXTRA: loadgen flags (e.g. --sched normal), or a wrapper for wrk (e.g. chrt -b 0).

@@ -290,26 +290,31 @@ impl SummaryLatency {
     }
 }
 
+/// Non-zero counts indexed by status code, keyed by the code (index 0 by
+/// `zero`: a status outside 100..=599, or none at all).
+fn by_status(counts: &[u64], zero: &str) -> BTreeMap<String, u64> {
+    counts
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(code, n)| {
+            let name = if code == 0 {
+                zero.to_string()
+            } else {
+                code.to_string()
+            };
+            (name, *n)
+        })
+        .collect()
+}
+
 impl SummaryRecord {
     pub fn new(stats: &Stats, duration_s: f64, intervals: u64, shard: Option<&str>) -> Self {
         let h = &stats.latency_us;
         let q = |x| h.value_at_quantile(x);
         let ok = stats.ok();
         let requests = stats.responses() + stats.error_total();
-        let status = stats
-            .status
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| **n > 0)
-            .map(|(code, n)| {
-                let name = if code == 0 {
-                    "other".to_string()
-                } else {
-                    code.to_string()
-                };
-                (name, *n)
-            })
-            .collect();
+        let status = by_status(&stats.status[..], "other");
         SummaryRecord {
             shard: shard.map(str::to_owned),
             duration_s,
@@ -330,20 +335,7 @@ impl SummaryRecord {
             late: stats.late,
             reconnects: stats.reconnects,
             server_closed_idle: stats.idle_closed_total(),
-            server_closed_idle_status: stats
-                .idle_closed
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| **n > 0)
-                .map(|(code, n)| {
-                    let name = if code == 0 {
-                        "none".to_string()
-                    } else {
-                        code.to_string()
-                    };
-                    (name, *n)
-                })
-                .collect(),
+            server_closed_idle_status: by_status(&stats.idle_closed[..], "none"),
             bytes_read: stats.bytes_read,
             latency_us: SummaryLatency {
                 p50: q(0.5),

@@ -68,13 +68,32 @@ fn text_intervals_parse_with_the_original_rule() {
     );
 }
 
-#[test]
-fn jsonl_records_match_the_schema() {
+/// Runs loadgen with `args` (jsonl), expects exit 0, and checks every
+/// record against the schema and the one definition; returns the records
+/// and the schema's validator.
+fn schema_checked_records(args: &[&str]) -> (Vec<serde_json::Value>, jsonschema::Validator) {
     let schema: serde_json::Value =
         serde_json::from_str(include_str!("../schema/record.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
+    let (code, out, err) = loadgen(args);
+    assert_eq!(code, Some(0), "{err}");
+    let records: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for r in &records {
+        let errors: Vec<String> = validator.iter_errors(r).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{r}: {errors:?}");
+        // And the one definition reads back what it wrote.
+        let _: loadgen::Record = serde_json::from_value(r.clone()).unwrap();
+    }
+    (records, validator)
+}
+
+#[test]
+fn jsonl_records_match_the_schema() {
     let server = TestServer::start(Behaviour::Ok);
-    let (code, out, err) = loadgen(&[
+    let (records, validator) = schema_checked_records(&[
         "--format",
         "jsonl",
         "-d",
@@ -91,19 +110,8 @@ fn jsonl_records_match_the_schema() {
         "500",
         &server.url(),
     ]);
-    assert_eq!(code, Some(0), "{err}");
-    let records: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert!(records.len() >= 4, "{out}");
-    for r in &records {
-        let errors: Vec<String> = validator.iter_errors(r).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{r}: {errors:?}");
-        assert_eq!(r["shard"], "east");
-        // And the one definition reads back what it wrote.
-        let _: loadgen::Record = serde_json::from_value(r.clone()).unwrap();
-    }
+    assert!(records.len() >= 4, "{records:?}");
+    assert!(records.iter().all(|r| r["shard"] == "east"));
     assert_eq!(records[0]["warmup"], true);
     assert_eq!(records.last().unwrap()["type"], "summary");
     // Histograms survive the trip through jsonl: the summary's decodes to
@@ -138,11 +146,8 @@ fn jsonl_records_match_the_schema() {
 
 #[test]
 fn open_model_records_carry_send_lateness() {
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../schema/record.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
     let server = TestServer::start(Behaviour::Ok);
-    let (code, out, err) = loadgen(&[
+    let (records, _) = schema_checked_records(&[
         "--format",
         "jsonl",
         "-d",
@@ -155,15 +160,6 @@ fn open_model_records_carry_send_lateness() {
         "500",
         &server.url(),
     ]);
-    assert_eq!(code, Some(0), "{err}");
-    let records: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    for r in &records {
-        let errors: Vec<String> = validator.iter_errors(r).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "{r}: {errors:?}");
-    }
     let summary = records.last().unwrap();
     let late = &summary["send_lateness_us"];
     assert!(

@@ -69,6 +69,45 @@ fn namespaces_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// Waits until the run under `out` has a non-empty `rel` log (loadgen has
+/// written its first record); fails if shootout exits first.
+fn wait_for_first_record(child: &mut std::process::Child, out: &Path, rel: &str, secs: u64) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let log = std::fs::read_dir(out)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path().join(rel));
+        if log
+            .as_ref()
+            .is_some_and(|l| std::fs::metadata(l).is_ok_and(|m| m.len() > 0))
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "loadgen never started");
+        assert!(child.try_wait().unwrap().is_none(), "shootout exited early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// SIGINT to shootout; its exit status, which must come within `secs`.
+fn interrupt(child: &mut std::process::Child, secs: u64) -> std::process::ExitStatus {
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(secs),
+            "shootout did not stop after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn meta(out: &Path) -> serde_json::Value {
     let run = std::fs::read_dir(out)
         .unwrap()
@@ -218,42 +257,12 @@ fn sigint_stops_everything_and_exits_130() {
     .spawn()
     .unwrap();
     let pid = child.id();
-    // Wait until loadgen has written its first record.
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let log = std::fs::read_dir(out.path())
-            .ok()
-            .and_then(|mut d| d.next())
-            .and_then(|e| e.ok())
-            .map(|e| e.path().join("quick/ntex-netns.jsonl"));
-        if log
-            .as_ref()
-            .is_some_and(|l| std::fs::metadata(l).is_ok_and(|m| m.len() > 0))
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "loadgen never started");
-        assert!(child.try_wait().unwrap().is_none(), "shootout exited early");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_first_record(&mut child, out.path(), "quick/ntex-netns.jsonl", 300);
     assert!(
         !namespaces_of(pid).is_empty(),
         "the netns row should be running"
     );
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "shootout did not stop after SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(interrupt(&mut child, 20).code(), Some(130));
     assert!(
         leftovers(out.path()).is_empty(),
         "{:?}",
@@ -638,40 +647,11 @@ fn emulator_rows_run_in_real_terminals_and_leave_nothing() {
     .stderr(Stdio::null())
     .spawn()
     .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let log = std::fs::read_dir(&out)
-            .ok()
-            .and_then(|mut d| d.next())
-            .and_then(|e| e.ok())
-            .map(|e| e.path().join("xterm/xterm.jsonl"));
-        if log
-            .as_ref()
-            .is_some_and(|l| std::fs::metadata(l).is_ok_and(|m| m.len() > 0))
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "loadgen never started");
-        assert!(child.try_wait().unwrap().is_none(), "shootout exited early");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_first_record(&mut child, &out, "xterm/xterm.jsonl", 120);
     assert!(
         !leftovers(&out).is_empty(),
         "the xterm row should be running"
     );
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "no stop after SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(interrupt(&mut child, 30).code(), Some(130));
     assert!(leftovers(&out).is_empty(), "{:?}", leftovers(&out));
 }
