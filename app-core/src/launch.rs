@@ -54,7 +54,7 @@ impl Launch {
     }
 
     /// Prints the start-up line on stderr (see [`crate::startup_line`]).
-    pub fn announce(&self, binary: &str, framework: &str) {
+    pub fn announce(&self, binary: &'static str, framework: &str) {
         eprintln!(
             "{}{}",
             crate::startup_line(
@@ -67,6 +67,11 @@ impl Launch {
             ),
             self.app.spin().describe()
         );
+        if cfg!(feature = "alloc-reclaim") {
+            if let Err(e) = crate::reclaim::spawn(binary, self.addr) {
+                eprintln!("{binary}: reclaim: cannot start its thread: {e}; reclaim is off");
+            }
+        }
     }
 
     /// After the framework stopped: syncs the counter, then flushes the log.

@@ -3,6 +3,7 @@
 //! backends, the body codec, body collection, the flags, the listening socket,
 //! the logging sinks, signal handling and the start-up line.
 
+pub mod alloc;
 pub mod app;
 pub mod args;
 pub mod body;
@@ -11,6 +12,7 @@ pub mod counter;
 pub mod launch;
 pub mod logging;
 pub mod net;
+pub mod reclaim;
 pub mod shutdown;
 pub mod spin;
 pub mod workers;
@@ -18,10 +20,6 @@ pub mod workers;
 pub use app::{App, Reply, ReplyBody};
 pub use args::ServerArgs;
 pub use launch::{exit_code, Launch};
-
-#[cfg(feature = "snmalloc")]
-#[global_allocator]
-static GLOBAL: snmalloc_rs::SnMalloc = snmalloc_rs::SnMalloc;
 
 /// Default keep-alive of both frameworks when `keepalive-os` is off, in seconds
 /// (actix-web 4 and ntex 3 both default to 5 s; set explicitly so the twins
@@ -34,12 +32,15 @@ pub const SHUTDOWN_TIMEOUT_SECS: u16 = 5;
 /// Every server feature, in the order the start-up line lists them. Both
 /// server crates define exactly these; the runner checks scenario files
 /// against this list.
-pub const ALL_FEATURES: [&str; 9] = [
+pub const ALL_FEATURES: [&str; 12] = [
     "global-counter",
     "keepalive-os",
     "log-stdout",
     "log-file",
     "snmalloc",
+    "mimalloc",
+    "jemalloc",
+    "alloc-reclaim",
     "mmap-backend",
     "no-alloc",
     "binary-payload",
@@ -54,6 +55,9 @@ pub fn features() -> Vec<&'static str> {
         cfg!(feature = "log-stdout"),
         cfg!(feature = "log-file"),
         cfg!(feature = "snmalloc"),
+        cfg!(feature = "mimalloc"),
+        cfg!(feature = "jemalloc"),
+        cfg!(feature = "alloc-reclaim"),
         cfg!(feature = "mmap-backend"),
         cfg!(feature = "no-alloc"),
         cfg!(feature = "binary-payload"),
@@ -68,7 +72,7 @@ pub fn features() -> Vec<&'static str> {
 
 /// The one line each server prints on stderr once it listens, in `key=value`
 /// form for the runner to record, e.g.
-/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 worker_rule=logical backlog=1024 nofile=1048576 features=global-counter,keepalive-os`.
+/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 worker_rule=logical backlog=1024 nofile=1048576 allocator=glibc features=global-counter,keepalive-os`.
 pub fn startup_line(
     binary: &str,
     framework: &str,
@@ -85,6 +89,7 @@ pub fn startup_line(
         features.join(",")
     };
     format!(
-        "{binary} listening addr={addr} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} nofile={nofile} features={features}"
+        "{binary} listening addr={addr} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} nofile={nofile} allocator={} features={features}",
+        alloc::NAME
     )
 }

@@ -142,6 +142,22 @@ impl Server {
         self.child.id() as i32
     }
 
+    /// The stderr lines printed so far.
+    pub fn stderr_so_far(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// The server's resident set size now, in KiB (VmRSS).
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("reading the server's /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc status")
+    }
+
     pub fn conn(&self) -> Conn {
         Conn::open(self.addr).expect("connecting to the server")
     }

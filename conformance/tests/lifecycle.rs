@@ -34,8 +34,12 @@ fn startup_line_names_address_framework_version_workers_and_features() {
             sorted.dedup();
             sorted.join(",")
         };
+        let allocator = ["snmalloc", "mimalloc", "jemalloc"]
+            .into_iter()
+            .find(|a| features.contains(a))
+            .unwrap_or("glibc");
         let expected = format!(
-            "{} listening addr={} framework={fw_crate}/{} workers=3 worker_rule=count backlog=77 nofile={} features={expected_features}",
+            "{} listening addr={} framework={fw_crate}/{} workers=3 worker_rule=count backlog=77 nofile={} allocator={allocator} features={expected_features}",
             fw.binary(),
             server.addr,
             locked_version(fw_crate),
@@ -59,12 +63,15 @@ fn hard_nofile() -> u64 {
 
 /// Features in the fixed order the start-up line uses.
 fn app_order(features: &[&'static str]) -> Vec<&'static str> {
-    const ORDER: [&str; 9] = [
+    const ORDER: [&str; 12] = [
         "global-counter",
         "keepalive-os",
         "log-stdout",
         "log-file",
         "snmalloc",
+        "mimalloc",
+        "jemalloc",
+        "alloc-reclaim",
         "mmap-backend",
         "no-alloc",
         "binary-payload",

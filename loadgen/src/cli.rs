@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{ArgGroup, Parser, ValueEnum};
 
 use crate::config::{Config, Model, Sched};
+use crate::hold::HoldConfig;
 use crate::request::{RequestSpec, Target};
 use crate::UsageError;
 
@@ -112,6 +113,13 @@ pub struct Args {
     #[arg(long, value_name = "UNIX_MS")]
     pub start_at: Option<u64>,
 
+    /// Hold mode: open -c connections, make one request on each, keep them
+    /// all open this long without further requests, then close them all.
+    /// Set-up is limited by --timeout. See README.
+    #[arg(long, value_name = "DURATION", value_parser = duration,
+          conflicts_with_all = ["rate", "pipeline", "duration", "requests", "start_at", "spin_before"])]
+    pub hold: Option<Duration>,
+
     /// Exit 1 if errors and non-2xx exceed this fraction of requests (0..=1).
     #[arg(long, value_name = "FRACTION", value_parser = fraction)]
     pub max_error_rate: Option<f64>,
@@ -144,10 +152,11 @@ fn fraction(s: &str) -> Result<f64, String> {
 }
 
 impl Args {
-    /// Reads the body, resolves the target and checks what clap cannot.
-    pub fn into_config(self) -> Result<Config, UsageError> {
-        let body = if let Some(text) = self.body {
-            Some(text.into_bytes())
+    /// Reads the body and resolves the target: the request every mode sends.
+    /// Also returns whether it is a HEAD request (answers without a body).
+    fn target(&self) -> Result<(Target, bool), UsageError> {
+        let body = if let Some(text) = &self.body {
+            Some(text.clone().into_bytes())
         } else if let Some(path) = &self.body_file {
             Some(std::fs::read(path).map_err(|e| {
                 UsageError(format!("cannot read body file {}: {e}", path.display()))
@@ -157,11 +166,42 @@ impl Args {
         } else {
             None
         };
-        let method = match self.method {
-            Some(m) => m,
+        let method = match &self.method {
+            Some(m) => m.clone(),
             None if body.is_some() => "POST".into(),
             None => "GET".into(),
         };
+        let head_only = method == "HEAD";
+        let spec = RequestSpec {
+            method,
+            headers: self.headers.clone(),
+            body,
+        };
+        Ok((Target::new(&self.url, &spec)?, head_only))
+    }
+
+    /// The `--hold` run these arguments describe.
+    pub fn into_hold_config(self) -> Result<HoldConfig, UsageError> {
+        let hold = self
+            .hold
+            .ok_or_else(|| UsageError("not a --hold run".into()))?;
+        if self.warmup > Duration::ZERO {
+            return Err(UsageError("--warmup has no meaning with --hold".into()));
+        }
+        let (target, head_only) = self.target()?;
+        Ok(HoldConfig {
+            target,
+            connections: self.connections as usize,
+            hold,
+            timeout: self.timeout,
+            head_only,
+            shard: self.shard,
+        })
+    }
+
+    /// Reads the body, resolves the target and checks what clap cannot.
+    pub fn into_config(self) -> Result<Config, UsageError> {
+        let (target, head_only) = self.target()?;
         if self.interval < Duration::from_millis(10) {
             return Err(UsageError("--interval must be at least 10ms".into()));
         }
@@ -180,13 +220,6 @@ impl Args {
             return Err(UsageError("--spin-before must be at most 1ms".into()));
         }
         let start_at = self.start_at.map(start_time).transpose()?;
-        let head_only = method == "HEAD";
-        let spec = RequestSpec {
-            method,
-            headers: self.headers,
-            body,
-        };
-        let target = Target::new(&self.url, &spec)?;
         let duration = match (self.duration, self.requests) {
             (None, None) => Some(Duration::from_secs(10)),
             (d, _) => d,

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod config;
 pub mod histlog;
+pub mod hold;
 pub mod limits;
 pub mod output;
 pub mod record;
@@ -20,7 +21,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 pub use config::{Config, Model, Sched};
-pub use record::{IntervalRecord, Record, SummaryRecord};
+pub use record::{HoldRecord, IntervalRecord, Record, SummaryRecord};
 pub use run::{run, RunError, Sink};
 
 /// A problem with how loadgen was called: one line, exit 2.
@@ -52,6 +53,9 @@ pub fn verdict(summary: &SummaryRecord, max_error_rate: Option<f64>) -> Result<(
 
 /// The whole program after argument parsing: runs, prints, and picks the exit code.
 pub fn main_with(args: cli::Args) -> ExitCode {
+    if args.hold.is_some() {
+        return hold_main(args);
+    }
     let format = args.format;
     let max_error_rate = args.max_error_rate;
     let config = match args.into_config() {
@@ -65,13 +69,10 @@ pub fn main_with(args: cli::Args) -> ExitCode {
         eprintln!("loadgen: {e}");
         return ExitCode::from(2);
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {
-            eprintln!("loadgen: installing signal handler: {e}");
-            return ExitCode::from(2);
-        }
-    }
+    let stop = match stop_flag() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let expected = config
         .total_duration()
         .map(|d| (d.as_nanos().div_ceil(config.interval.as_nanos())) as u64);
@@ -98,4 +99,71 @@ pub fn main_with(args: cli::Args) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// A flag SIGINT and SIGTERM raise.
+fn stop_flag() -> Result<Arc<AtomicBool>, ExitCode> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {
+            eprintln!("loadgen: installing signal handler: {e}");
+            return Err(ExitCode::from(2));
+        }
+    }
+    Ok(stop)
+}
+
+/// `--hold`: prints a record when the hold starts and one when it ends.
+/// Exit 1 when no connection could be held.
+fn hold_main(args: cli::Args) -> ExitCode {
+    use std::io::Write;
+    let format = args.format;
+    let config = match args.into_hold_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = limits::open_files(config.connections, 1) {
+        eprintln!("loadgen: {e}");
+        return ExitCode::from(2);
+    }
+    let stop = match stop_flag() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let write = |record: &Record| -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        match (format, record) {
+            (cli::Format::Jsonl, r) => {
+                serde_json::to_writer(&mut out, r)?;
+                writeln!(out)?;
+            }
+            (cli::Format::Text, Record::Held(h)) => writeln!(out, "{}", h.text_line(true))?,
+            (cli::Format::Text, Record::HoldSummary(h)) => writeln!(out, "{}", h.text_line(false))?,
+            (cli::Format::Text, _) => {}
+        }
+        out.flush()
+    };
+    let summary = match hold::hold(&config, &mut |r| write(r), &stop) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Err(e) = write(&Record::HoldSummary(summary.clone())) {
+        eprintln!("loadgen: writing the summary: {e}");
+        return ExitCode::from(1);
+    }
+    if summary.established == 0 {
+        eprintln!(
+            "loadgen: no connection could be held ({} failed, {} not attempted)",
+            summary.errors.total(),
+            summary.not_attempted
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }

@@ -17,6 +17,64 @@ use crate::stats::{ErrorKind, Stats};
 pub enum Record {
     Interval(IntervalRecord),
     Summary(SummaryRecord),
+    /// `--hold`: every connection that could be made is open and answered;
+    /// the hold starts now.
+    Held(HoldRecord),
+    /// `--hold`: the hold is over and every connection is closed.
+    HoldSummary(HoldRecord),
+}
+
+/// What `--hold` did: one record when the hold starts, one when it ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HoldRecord {
+    pub shard: Option<String>,
+    /// Connections asked for (`-c`).
+    pub connections: u64,
+    /// Connections open and answered when the hold started.
+    pub established: u64,
+    /// Of those, answered 2xx.
+    pub ok: u64,
+    /// Answered with another status (still held unless the server closed).
+    pub non_2xx: NonOk,
+    /// Connections that failed before the hold, by kind.
+    pub errors: Errors,
+    /// Connections not tried: setting up took longer than `--timeout`, or
+    /// loadgen was interrupted.
+    pub not_attempted: u64,
+    /// Held connections the server ended before loadgen closed them.
+    pub closed_early: u64,
+    /// Responses that arrived on held connections with nothing asked
+    /// (a 408 before a close, for example).
+    pub unsolicited: u64,
+    /// Wall-clock start of the set-up, Unix ms.
+    pub start_unix_ms: u64,
+    /// How long opening and asking took.
+    pub setup_ms: f64,
+    /// How long the connections were held (0 in the `held` record).
+    pub held_ms: f64,
+    /// True when SIGINT or SIGTERM cut the run short.
+    pub interrupted: bool,
+}
+
+impl HoldRecord {
+    /// The record in text form: one line.
+    pub fn text_line(&self, held: bool) -> String {
+        let what = if held { "holding" } else { "held" };
+        format!(
+            "{what} {} of {} connections ({} 2xx, {} non-2xx, {} failed, {} not attempted) set up in {:.0} ms; held {:.0} ms, {} closed early by the server, {} unsolicited responses{}",
+            self.established,
+            self.connections,
+            self.ok,
+            self.non_2xx.total(),
+            self.errors.total(),
+            self.not_attempted,
+            self.setup_ms,
+            self.held_ms,
+            self.closed_early,
+            self.unsolicited,
+            if self.interrupted { " (interrupted)" } else { "" },
+        )
+    }
 }
 
 /// Errors by kind.
@@ -31,7 +89,7 @@ pub struct Errors {
 }
 
 impl Errors {
-    fn from_stats(s: &Stats) -> Errors {
+    pub(crate) fn from_stats(s: &Stats) -> Errors {
         let e = |k: ErrorKind| s.errors[k as usize];
         Errors {
             connect: e(ErrorKind::Connect),
@@ -64,7 +122,7 @@ pub struct NonOk {
 }
 
 impl NonOk {
-    fn from_stats(s: &Stats) -> NonOk {
+    pub(crate) fn from_stats(s: &Stats) -> NonOk {
         let [c1xx, c3xx, c4xx, c5xx, other] = s.non_ok_by_class();
         NonOk {
             c1xx,

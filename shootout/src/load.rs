@@ -98,7 +98,7 @@ pub fn read_log(path: &Path) -> anyhow::Result<LogTotals> {
         match serde_json::from_str::<loadgen::Record>(line) {
             Ok(loadgen::Record::Interval(i)) => t.acknowledged = i.total_ok,
             Ok(loadgen::Record::Summary(s)) => t.rps = Some(s.rps),
-            Err(_) => {}
+            Ok(loadgen::Record::Held(_) | loadgen::Record::HoldSummary(_)) | Err(_) => {}
         }
     }
     Ok(t)

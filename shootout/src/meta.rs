@@ -55,6 +55,8 @@ fn crate_versions(root: &Path) -> Vec<(String, String)> {
         "ntex",
         "tokio",
         "snmalloc-rs",
+        "mimalloc",
+        "tikv-jemallocator",
         "memmap2",
         "mio",
         "hdrhistogram",

@@ -49,6 +49,16 @@ pub const GXX: Need = Need {
     package: "g++",
     why: "snmalloc builds",
 };
+pub const CC: Need = Need {
+    program: "cc",
+    package: "gcc",
+    why: "mimalloc and jemalloc builds",
+};
+pub const MAKE: Need = Need {
+    program: "make",
+    package: "make",
+    why: "jemalloc builds",
+};
 
 pub const XVFB: Need = Need {
     program: "Xvfb",
@@ -77,7 +87,7 @@ pub const ALACRITTY: Need = Need {
 /// Everything any scenario or test can need.
 pub fn all() -> Vec<Need> {
     vec![
-        NGINX, IP, TASKSET, CMAKE, GXX, XVFB, XTERM, FIXED_FONT, ALACRITTY,
+        NGINX, IP, TASKSET, CMAKE, GXX, CC, MAKE, XVFB, XTERM, FIXED_FONT, ALACRITTY,
     ]
 }
 
@@ -96,6 +106,12 @@ pub fn needs_of<'a>(rows: impl IntoIterator<Item = &'a Scenario>) -> Vec<Need> {
         }
         if s.features.iter().any(|f| f == "snmalloc") {
             needs.extend([CMAKE, GXX]);
+        }
+        if s.features.iter().any(|f| f == "mimalloc") {
+            needs.push(CC);
+        }
+        if s.features.iter().any(|f| f == "jemalloc") {
+            needs.extend([CC, MAKE]);
         }
         match s.log {
             crate::scenario::LogSink::Xterm => needs.extend([XVFB, XTERM, FIXED_FONT]),

@@ -41,6 +41,9 @@ pub fn read(
                     histogram: s.histogram,
                 })
             }
+            Ok(Record::Held(_) | Record::HoldSummary(_)) => problems.push(Problem(format!(
+                "{shown}:{number}: a --hold record in a throughput log"
+            ))),
             Err(_) if number == lines.len() && !text.ends_with('\n') => problems.push(Problem(
                 format!("{shown}:{number}: truncated record ignored"),
             )),

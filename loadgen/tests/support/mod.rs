@@ -5,6 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -193,4 +194,40 @@ fn serve(
             return;
         }
     }
+}
+
+/// Runs the loadgen binary: (exit code, stdout, stderr).
+pub fn loadgen(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// Runs loadgen with `args` (jsonl), expects exit 0, and checks every
+/// record against the schema and the one definition; returns the records
+/// and the schema's validator.
+pub fn schema_checked_records(args: &[&str]) -> (Vec<serde_json::Value>, jsonschema::Validator) {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../schema/record.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let (code, out, err) = loadgen(args);
+    assert_eq!(code, Some(0), "{err}");
+    let records: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for r in &records {
+        let errors: Vec<String> = validator.iter_errors(r).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{r}: {errors:?}");
+        // And the one definition reads back what it wrote.
+        let _: loadgen::Record = serde_json::from_value(r.clone()).unwrap();
+    }
+    (records, validator)
 }
