@@ -4,7 +4,8 @@
 //! With `no-alloc` the count must be zero. Without it the same path must
 //! allocate (the heap body and heap answer), which also proves the counting
 //! allocator sees what it should. Run both ways by `scripts/test`.
-#![cfg(not(feature = "snmalloc"))]
+// The allocator features bring their own global allocator.
+#![cfg(not(any(feature = "snmalloc", feature = "mimalloc", feature = "jemalloc")))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
