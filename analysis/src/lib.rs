@@ -5,6 +5,7 @@
 pub mod export;
 pub mod input;
 pub mod latency;
+pub mod memory;
 pub mod merge;
 pub mod model;
 pub mod paired;
@@ -27,7 +28,7 @@ pub fn analyse(dir: &Path, opts: &Options) -> (Option<Report>, Vec<Problem>) {
         Err(p) => return (None, vec![p]),
     };
     let report = report::build(&tables, opts, &mut problems);
-    if report.tables.is_empty() && report.paired.is_empty() {
+    if report.tables.is_empty() && report.paired.is_empty() && report.memory.is_empty() {
         problems.push(Problem(format!(
             "{}: no log could be analysed",
             dir.display()

@@ -46,10 +46,12 @@ fn main() -> ExitCode {
     });
     match outcome {
         Ok(n) => {
-            let rows: usize = report.tables.iter().map(|t| t.rows.len()).sum();
+            let rows: usize = report.tables.iter().map(|t| t.rows.len()).sum::<usize>()
+                + report.paired.iter().map(|t| t.rows.len()).sum::<usize>()
+                + report.memory.iter().map(|t| t.rows.len()).sum::<usize>();
+            let tables = report.tables.len() + report.paired.len() + report.memory.len();
             println!(
-                "analysis: {} tables, {rows} rows; wrote {n} files to {}",
-                report.tables.len(),
+                "analysis: {tables} tables, {rows} rows; wrote {n} files to {}",
                 out.display()
             );
             ExitCode::SUCCESS

@@ -33,6 +33,9 @@ pub struct Report {
     /// Tables of the paired design (absent from summary.json when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub paired: Vec<crate::paired::report::PairedTable>,
+    /// Memory tables (absent from summary.json when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<crate::memory::report::MemoryTable>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -95,7 +98,12 @@ pub struct Compared {
 pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>) -> Report {
     let mut out = Vec::new();
     let mut paired = Vec::new();
+    let mut memory = Vec::new();
     for table in tables {
+        if table.spec.kind.as_deref() == Some("memory") {
+            memory.extend(crate::memory::report::build(table, problems));
+            continue;
+        }
         if table.spec.design.as_deref() == Some("paired") {
             paired.extend(crate::paired::report::build(
                 &table.name,
@@ -219,6 +227,7 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
         skip: opts.skip,
         tables: out,
         paired,
+        memory,
     }
 }
 

@@ -7,6 +7,7 @@ pub mod counter;
 pub mod emulator;
 pub mod host;
 pub mod load;
+pub mod memory;
 pub mod meta;
 pub mod netns;
 pub mod nginx;
@@ -58,6 +59,9 @@ pub struct RunOutcome {
     pub dir: PathBuf,
     pub rows: Vec<RowRecord>,
     pub comparisons: Vec<paired::ComparisonRecord>,
+    /// Memory rows: repetitions that failed, and all run.
+    pub memory_failed: usize,
+    pub memory_total: usize,
     pub interrupted: bool,
 }
 
@@ -70,11 +74,12 @@ impl RunOutcome {
                 .iter()
                 .filter(|c| c.error.is_some())
                 .count()
+            + self.memory_failed
     }
 
     /// Rows or comparisons run.
     pub fn total(&self) -> usize {
-        self.rows.len() + self.comparisons.len()
+        self.rows.len() + self.comparisons.len() + self.memory_total
     }
 }
 
@@ -105,6 +110,14 @@ pub fn run_file(
                 for s in &mut scenarios {
                     s.duration = d;
                 }
+            }
+        }
+        Design::Memory(_) => {
+            if opts.duration.is_some() || opts.budget.is_some() {
+                anyhow::bail!(
+                    "{}: memory rows take their times from [memory] (hold, settle, after), not --duration or --budget",
+                    file.path.display()
+                );
             }
         }
         Design::Paired(p) => {
@@ -173,6 +186,7 @@ pub fn run_file(
     let outcome = match &design {
         Design::Sequential => run_sequential(&run, &scenarios, &mut meta)?,
         Design::Paired(p) => run_paired(&run, file, &scenarios, p, &mut meta)?,
+        Design::Memory(m) => run_memory(&run, &scenarios, m, &mut meta)?,
     };
     let _ = std::fs::remove_dir_all(dir.join("tmp"));
     meta.interrupted = outcome.interrupted;
@@ -206,26 +220,11 @@ fn run_sequential(
     );
     let mut rows = Vec::new();
     let mut interrupted = false;
-    // Repetitions run in rounds (A B C, A B C, ...), not row after row, so
-    // that drift on a shared machine spreads over every row alike.
-    let rounds = scenarios.iter().map(|s| s.repetitions).max().unwrap_or(1);
-    let order = (1..=rounds).flat_map(|rep| {
-        scenarios
-            .iter()
-            .enumerate()
-            .filter(move |(_, s)| rep <= s.repetitions)
-            .map(move |(i, s)| (i, s, rep))
-    });
-    for (i, s, rep) in order {
+    for (i, s, rep, stem) in rounds(scenarios) {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
             break;
         }
-        let stem = if s.repetitions > 1 {
-            format!("{}.rep{rep}", s.name)
-        } else {
-            s.name.clone()
-        };
         let job = Job {
             root,
             scenario: s,
@@ -253,8 +252,107 @@ fn run_sequential(
         dir: dir.to_path_buf(),
         rows,
         comparisons: Vec::new(),
+        memory_failed: 0,
+        memory_total: 0,
         interrupted,
     })
+}
+
+/// The order of a design's repetitions: in rounds (A B C, A B C, ...), not
+/// row after row, so that drift on a shared machine spreads over every row
+/// alike. Yields (row index, row, repetition, file stem).
+fn rounds(scenarios: &[Scenario]) -> impl Iterator<Item = (usize, &Scenario, u32, String)> {
+    let rounds = scenarios.iter().map(|s| s.repetitions).max().unwrap_or(1);
+    (1..=rounds).flat_map(move |rep| {
+        scenarios
+            .iter()
+            .enumerate()
+            .filter(move |(_, s)| rep <= s.repetitions)
+            .map(move |(i, s)| {
+                let stem = if s.repetitions > 1 {
+                    format!("{}.rep{rep}", s.name)
+                } else {
+                    s.name.clone()
+                };
+                (i, s, rep, stem)
+            })
+    })
+}
+
+/// Memory rows, one repetition at a time, in rounds.
+fn run_memory(
+    run: &Prepared,
+    scenarios: &[Scenario],
+    settings: &scenario::MemorySettings,
+    meta: &mut meta::Meta,
+) -> anyhow::Result<RunOutcome> {
+    meta.design = "memory".into();
+    let mut interrupted = false;
+    let mut failed = 0;
+    for (i, s, rep, stem) in rounds(scenarios) {
+        if run.stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let job = Job {
+            root: run.root,
+            scenario: s,
+            repetition: rep,
+            server_bin: &run.binaries[&s.variant()],
+            loadgen_bin: run.loadgen,
+            table_dir: run.table_dir,
+            tmp: run.dir.join("tmp").join(&stem),
+            stem: stem.clone(),
+            ns_index: i,
+            stop: run.stop,
+        };
+        let (rec, stopped) = memory::run(&job, settings);
+        print_memory(&rec, s.repetitions);
+        failed += usize::from(rec.error.is_some());
+        memory::write(run.table_dir, &stem, &rec)?;
+        meta.memory.push(rec);
+        meta.write(run.dir)?;
+        if stopped.is_some() {
+            interrupted = true;
+            break;
+        }
+    }
+    Ok(RunOutcome {
+        dir: run.dir.to_path_buf(),
+        rows: Vec::new(),
+        comparisons: Vec::new(),
+        memory_failed: failed,
+        memory_total: meta.memory.len(),
+        interrupted,
+    })
+}
+
+fn print_memory(r: &analysis::memory::MemoryRecord, reps: u32) {
+    use std::io::Write;
+    let rep = if reps > 1 {
+        format!(" #{}", r.repetition)
+    } else {
+        String::new()
+    };
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let line = match &r.error {
+        None => format!(
+            "{}{rep}: {} idle {:.1} MiB, {} connections {:.1} MiB, after {:.1} MiB{}",
+            r.scenario,
+            r.allocator,
+            mib(r.idle.rss_kib),
+            r.hold.as_ref().map_or(0, |h| h.established),
+            mib(r.held.rss_kib),
+            mib(r.after.rss_kib),
+            r.reclaims.last().map_or(String::new(), |x| format!(
+                " (reclaimed {:.1} -> {:.1} MiB)",
+                mib(x.rss_before_kib),
+                mib(x.rss_after_kib)
+            )),
+        ),
+        Some(e) => format!("{}{rep}: FAILED: {e}", r.scenario),
+    };
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
 
 /// Every row against the baseline, one comparison after another.
@@ -304,6 +402,8 @@ fn run_paired(
         dir: run.dir.to_path_buf(),
         rows: Vec::new(),
         comparisons,
+        memory_failed: 0,
+        memory_total: 0,
         interrupted,
     })
 }
@@ -333,8 +433,14 @@ fn write_table_toml(
 ) -> anyhow::Result<()> {
     let mut t = toml::map::Map::new();
     t.insert("title".into(), file.title.clone().into());
-    if matches!(design, Design::Paired(_)) {
-        t.insert("design".into(), "paired".into());
+    match design {
+        Design::Paired(_) => {
+            t.insert("design".into(), "paired".into());
+        }
+        Design::Memory(_) => {
+            t.insert("kind".into(), "memory".into());
+        }
+        Design::Sequential => {}
     }
     if let Some(b) = file
         .baseline

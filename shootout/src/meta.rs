@@ -30,6 +30,9 @@ pub struct Meta {
     /// Paired design: one record per comparison.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub paired: Vec<crate::paired::ComparisonRecord>,
+    /// Memory rows: one record per repetition (also in the table directory).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<analysis::memory::MemoryRecord>,
 }
 
 /// A command's trimmed stdout when it succeeds.
@@ -114,6 +117,7 @@ impl Meta {
             design: "sequential".into(),
             rows: Vec::new(),
             paired: Vec::new(),
+            memory: Vec::new(),
         }
     }
 

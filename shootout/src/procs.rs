@@ -150,6 +150,22 @@ pub fn usage(pgid: i32) -> Option<Usage> {
     (total.processes > 0).then_some(total)
 }
 
+/// Resident memory of process `pid` now, KiB: VmRSS, and the proportional
+/// set size from `/proc/PID/smaps_rollup` when that is readable.
+pub fn resident_kib(pid: i32) -> Option<(u64, Option<u64>)> {
+    let kib = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+    };
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let rss = kib(&status, "VmRSS:")?;
+    let pss = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .ok()
+        .and_then(|t| kib(&t, "Pss:"));
+    Some((rss, pss))
+}
+
 /// The processes of group `pgid`, each with the fields of its
 /// `/proc/PID/stat` after the command name (field 0 is the state).
 fn group(pgid: i32) -> Option<Vec<(i32, Vec<String>)>> {

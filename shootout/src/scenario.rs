@@ -127,7 +127,10 @@ struct RawFile {
     title: Option<String>,
     baseline: Option<Spanned<String>>,
     design: Option<Spanned<String>>,
+    /// `"memory"` for memory rows; throughput when absent.
+    kind: Option<Spanned<String>>,
     paired: Option<Spanned<RawPaired>>,
+    memory: Option<Spanned<RawMemory>>,
     #[serde(default)]
     defaults: Settings,
     #[serde(default)]
@@ -147,6 +150,41 @@ struct RawPaired {
     seed: Option<u64>,
 }
 
+/// The `[memory]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMemory {
+    hold: Option<String>,
+    settle: Option<String>,
+    after: Option<String>,
+    setup_timeout: Option<String>,
+}
+
+/// Settings of memory rows (`kind = "memory"`; see the crate README).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemorySettings {
+    /// How long loadgen holds the connections once all are open.
+    pub hold: Duration,
+    /// Wait before the idle sample and, once all connections are open,
+    /// before the held sample.
+    pub settle: Duration,
+    /// Wait after loadgen closed every connection before the last sample.
+    pub after: Duration,
+    /// Most time loadgen may take to open and answer every connection.
+    pub setup_timeout: Duration,
+}
+
+impl Default for MemorySettings {
+    fn default() -> Self {
+        MemorySettings {
+            hold: Duration::from_secs(3),
+            settle: Duration::from_secs(1),
+            after: Duration::from_secs(2),
+            setup_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
 /// How the rows of a file are measured.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Design {
@@ -154,6 +192,9 @@ pub enum Design {
     Sequential,
     /// Each row against the baseline, both stacks up and loaded at once.
     Paired(PairedSettings),
+    /// Memory rows: the server's memory idle, with connections held, after
+    /// they closed (`kind = "memory"`), repetitions in rounds.
+    Memory(MemorySettings),
 }
 
 /// How the two stacks of a paired block are loaded.
@@ -266,11 +307,20 @@ impl ScenarioFile {
                 p.target_ci_pct
             )?;
         }
-        let paired = matches!(self.design, Design::Paired(_));
+        if let Design::Memory(m) = &self.design {
+            writeln!(
+                out,
+                "  memory rows: idle after {settle}, held {hold} (sampled {settle} after all are open), sampled again {} after they closed",
+                humantime::format_duration(m.after),
+                hold = humantime::format_duration(m.hold),
+                settle = humantime::format_duration(m.settle),
+            )?;
+        }
+        let timed = matches!(self.design, Design::Sequential);
         for s in &self.scenarios {
             writeln!(
                 out,
-                "  {:<28} {:<45} {:?}{} log={:?} {:?} c={}{}{}",
+                "  {:<28} {:<45} {:?}{} log={:?} {} c={}{}{}",
                 s.name,
                 s.variant(),
                 s.topology,
@@ -278,12 +328,16 @@ impl ScenarioFile {
                     .as_ref()
                     .map_or(String::new(), |p| format!("+nginx:{p}")),
                 s.log,
-                s.request,
-                s.connections,
-                if paired {
-                    String::new()
+                if matches!(self.design, Design::Memory(_)) {
+                    "hold".to_string()
                 } else {
+                    format!("{:?}", s.request)
+                },
+                s.connections,
+                if timed {
                     format!(" d={}", humantime::format_duration(s.duration))
+                } else {
+                    String::new()
                 },
                 if s.repetitions > 1 {
                     format!(" x{}", s.repetitions)
@@ -569,6 +623,34 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             "[paired] needs design = \"paired\"".into(),
         ));
     }
+    let design = match raw.kind.as_ref().map(|k| (k.get_ref().as_str(), k.span())) {
+        None | Some(("throughput", _)) => {
+            if let Some(m) = &raw.memory {
+                return Err(err(
+                    m.span().start,
+                    "[memory] needs kind = \"memory\"".into(),
+                ));
+            }
+            design
+        }
+        Some(("memory", span)) => {
+            if let Some(d) = &raw.design {
+                return Err(err(
+                    d.span().start,
+                    "design is for throughput rows; memory rows run one at a time".into(),
+                ));
+            }
+            check_memory_rows(&raw, &scenarios, &err)?;
+            let _ = span;
+            Design::Memory(memory_settings(raw.memory.as_ref(), &err)?)
+        }
+        Some((other, span)) => {
+            return Err(err(
+                span.start,
+                format!("unknown kind {other:?}: use \"throughput\" or \"memory\""),
+            ))
+        }
+    };
     let name = path
         .file_stem()
         .map_or("scenarios".into(), |s| s.to_string_lossy().into_owned());
@@ -580,6 +662,80 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         design,
         scenarios,
     })
+}
+
+/// Memory rows take their connections from `connections` and hold them;
+/// what only throughput rows use is refused, so a file says what it measures.
+fn check_memory_rows(
+    raw: &RawFile,
+    rows: &[Scenario],
+    err: &dyn Fn(usize, String) -> ScenarioError,
+) -> Result<(), ScenarioError> {
+    for o in raw.scenario.iter().chain([&raw.defaults]) {
+        let keys = [
+            ("duration", o.duration.as_ref().map(|x| x.span().start)),
+            ("warmup", o.warmup.as_ref().map(|x| x.span().start)),
+            ("interval", o.interval.as_ref().map(|x| x.span().start)),
+        ];
+        if let Some((key, at)) = keys.iter().find_map(|(k, a)| a.map(|a| (k, a))) {
+            return Err(err(
+                at,
+                format!("{key} is not used by memory rows: set hold, settle and after in [memory]"),
+            ));
+        }
+    }
+    for s in rows {
+        let at = raw
+            .scenario
+            .iter()
+            .find(|o| o.name.as_ref().is_some_and(|n| n.get_ref() == &s.name))
+            .and_then(|o| o.name.as_ref())
+            .map_or(0, |n| n.span().start);
+        let why = if s.rate.is_some() {
+            Some(
+                "rate is not used by memory rows (loadgen --hold makes one request per connection)",
+            )
+        } else if s.proxy.is_some() {
+            Some("memory rows measure the server's own connections: no proxy in front")
+        } else if s.threads != 1 {
+            Some("threads is not used by memory rows (connections are opened one after another)")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(err(at, format!("scenario {:?}: {why}", s.name)));
+        }
+    }
+    Ok(())
+}
+
+fn memory_settings(
+    raw: Option<&Spanned<RawMemory>>,
+    err: &dyn Fn(usize, String) -> ScenarioError,
+) -> Result<MemorySettings, ScenarioError> {
+    let mut m = MemorySettings::default();
+    let Some(raw) = raw else { return Ok(m) };
+    let at = raw.span().start;
+    let r = raw.get_ref();
+    let dur = |v: &Option<String>, key: &str, fallback: Duration| match v {
+        None => Ok(fallback),
+        Some(text) => match humantime::parse_duration(text) {
+            Ok(d) if !d.is_zero() => Ok(d),
+            Ok(_) => Err(err(at, format!("[memory] {key} must be more than zero"))),
+            Err(e) => Err(err(at, format!("[memory] bad {key} {text:?}: {e}"))),
+        },
+    };
+    m.hold = dur(&r.hold, "hold", m.hold)?;
+    m.settle = dur(&r.settle, "settle", m.settle)?;
+    m.after = dur(&r.after, "after", m.after)?;
+    m.setup_timeout = dur(&r.setup_timeout, "setup_timeout", m.setup_timeout)?;
+    if m.settle >= m.hold {
+        return Err(err(
+            at,
+            "[memory] settle must be shorter than hold: the held sample is taken settle after every connection is open".into(),
+        ));
+    }
+    Ok(m)
 }
 
 fn paired_settings(

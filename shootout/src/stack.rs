@@ -241,6 +241,11 @@ impl Stack {
         self.server.pid()
     }
 
+    /// The server's stderr lines so far (the first 200).
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr.lock().expect("stderr lines").clone()
+    }
+
     pub fn nginx_pid(&self) -> Option<i32> {
         self.nginx.as_ref().map(Proc::pid)
     }

@@ -31,6 +31,7 @@ impl Exporter for MarkdownExporter {
             table_section(&mut out, table)?;
         }
         super::paired_md::sections(&mut out, &report.paired)?;
+        super::memory_md::sections(&mut out, &report.memory)?;
         Ok(out.into_bytes())
     }
 }

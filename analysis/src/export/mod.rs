@@ -3,6 +3,8 @@
 
 mod json;
 mod markdown;
+mod memory_md;
+mod memory_svg;
 mod paired_md;
 mod paired_svg;
 mod svg;
@@ -26,6 +28,11 @@ pub fn time_chart_name(table: &TableReport) -> String {
 /// File name of a paired table's chart of per-window ratios over time.
 pub fn paired_chart_name(table: &crate::paired::report::PairedTable) -> String {
     format!("{}-paired-ratios.svg", table.name)
+}
+
+/// File name of a memory table's chart.
+pub fn memory_chart_name(table: &crate::memory::report::MemoryTable) -> String {
+    format!("{}-memory.svg", table.name)
 }
 
 /// File name of a table's mean-with-CI bar chart.

@@ -30,6 +30,12 @@ pub fn charts(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
             super::paired_svg::ratios_over_time(table)?,
         ));
     }
+    for table in &report.memory {
+        out.push((
+            super::memory_chart_name(table),
+            super::memory_svg::chart(table)?,
+        ));
+    }
     Ok(out)
 }
 

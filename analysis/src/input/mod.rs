@@ -39,6 +39,8 @@ pub struct TableSpec {
     /// `"paired"`: the table's rows were measured against the baseline at
     /// the same time (see [`crate::paired`]); absent: sequential.
     pub design: Option<String>,
+    /// `"memory"`: memory rows (see [`crate::memory`]); absent: throughput.
+    pub kind: Option<String>,
     #[serde(default)]
     pub row: Vec<RowSpec>,
 }
@@ -104,7 +106,7 @@ pub fn read_results(dir: &Path) -> Result<(Vec<TableInput>, Vec<Problem>), Probl
                 TableSpec::default()
             }
         };
-        if spec.design.as_deref() == Some("paired") {
+        if spec.design.as_deref() == Some("paired") || spec.kind.as_deref() == Some("memory") {
             tables.push(TableInput {
                 name,
                 dir: table_dir,

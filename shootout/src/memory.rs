@@ -1,0 +1,196 @@
+//! Memory rows (`kind = "memory"`): one repetition is place -> start the
+//! stack -> verify -> idle sample -> `loadgen --hold` (held sample once
+//! every connection is open, peak while held) -> sample after they closed
+//! -> stop. The record goes to `ROW[.repN].memory.json` (see
+//! [`analysis::memory`]), loadgen's records beside it.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use analysis::memory::{MemoryRecord, Reclaim, Sample};
+use anyhow::{bail, Context};
+
+use crate::host::Placement;
+use crate::procs::{resident_kib, Proc};
+use crate::scenario::MemorySettings;
+use crate::sequential::Job;
+use crate::stack::{Stack, StackSpec};
+use crate::Interrupted;
+
+/// Runs one repetition; errors are recorded in the returned record.
+pub fn run(job: &Job, m: &MemorySettings) -> (MemoryRecord, Option<Interrupted>) {
+    let s = job.scenario;
+    let mut rec = MemoryRecord {
+        scenario: s.name.clone(),
+        repetition: job.repetition,
+        reclaim_feature: s.features.iter().any(|f| f == "alloc-reclaim"),
+        connections: u64::from(s.connections),
+        ..MemoryRecord::default()
+    };
+    let outcome = stages(job, m, &mut rec);
+    let _ = std::fs::remove_dir_all(&job.tmp);
+    let stopped = match outcome {
+        Ok(()) => None,
+        Err(e) if e.is::<Interrupted>() => {
+            rec.error = Some("interrupted".into());
+            Some(Interrupted)
+        }
+        Err(e) => {
+            rec.error = Some(format!("{e:#}"));
+            None
+        }
+    };
+    (rec, stopped)
+}
+
+/// Writes the record through a temporary file and a rename.
+pub fn write(table_dir: &Path, stem: &str, rec: &MemoryRecord) -> anyhow::Result<()> {
+    let path = table_dir.join(format!("{stem}.memory.json"));
+    let tmp = table_dir.join(format!(".{stem}.memory.json.tmp"));
+    std::fs::write(&tmp, serde_json::to_vec_pretty(rec)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+}
+
+fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Result<()> {
+    let s = job.scenario;
+    let place = Placement::new(s, job.ns_index)?;
+    let spec = StackSpec {
+        root: job.root,
+        scenario: s,
+        server_bin: job.server_bin,
+        tmp: job.tmp.clone(),
+    };
+    let mut stack = Stack::start(&spec, &place)?;
+    let started = Instant::now();
+    rec.startup_line = stack.startup_line.clone();
+    let field = |key: &str| {
+        stack
+            .startup_line
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+            .map(str::to_owned)
+    };
+    rec.server = s.server.binary().to_string();
+    rec.allocator = field("allocator").unwrap_or_else(|| "unknown".into());
+    rec.workers = field("workers").and_then(|w| w.parse().ok());
+    stack.verify(&place.client)?;
+    let pid = stack.server_pid();
+    let sample = |stack: &Stack| -> anyhow::Result<Sample> {
+        let (rss_kib, pss_kib) =
+            resident_kib(stack.server_pid()).context("reading the server's memory from /proc")?;
+        Ok(Sample {
+            rss_kib,
+            pss_kib,
+            at_ms: started.elapsed().as_millis() as u64,
+        })
+    };
+    pause(job, m.settle)?;
+    rec.idle = sample(&stack)?;
+
+    let log = job.table_dir.join(format!("{}.hold.jsonl", job.stem));
+    let mut argv = crate::load::taskset(&s.loadgen_cpus);
+    argv.push(job.loadgen_bin.display().to_string());
+    for (flag, value) in [
+        ("--hold", humantime::format_duration(m.hold).to_string()),
+        ("-c", s.connections.to_string()),
+        (
+            "--timeout",
+            humantime::format_duration(m.setup_timeout).to_string(),
+        ),
+        ("--format", "jsonl".into()),
+        ("--shard", s.name.clone()),
+    ] {
+        argv.extend([flag.into(), value]);
+    }
+    argv.push(format!("http://{}/", stack.target));
+    let stderr = job.tmp.join("loadgen.stderr");
+    let mut loadgen = crate::load::spawn(&place.client, argv, &log, &stderr)?;
+
+    // Set-up: wait for the `held` record.
+    let mut held_at = None;
+    let mut peak = 0;
+    let status = loop {
+        if let Some(status) = loadgen.try_wait() {
+            break status;
+        }
+        watch(job, &mut stack, &mut loadgen)?;
+        if held_at.is_none() && read_hold(&log)?.0.is_some() {
+            held_at = Some(Instant::now());
+        }
+        if let Some(t) = held_at {
+            if let Some((rss, _)) = resident_kib(pid) {
+                peak = peak.max(rss);
+            }
+            if rec.held.rss_kib == 0 && t.elapsed() >= m.settle {
+                rec.held = sample(&stack)?;
+                peak = peak.max(rec.held.rss_kib);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    rec.held_peak_rss_kib = peak;
+    let (_, summary) = read_hold(&log)?;
+    rec.hold = summary;
+    if !status.success() {
+        let msg = std::fs::read_to_string(&stderr).unwrap_or_default();
+        bail!("loadgen exited with {status}: {}", msg.trim());
+    }
+    if rec.held.rss_kib == 0 {
+        bail!("the hold ended before the held sample (hold must outlast settle)");
+    }
+    pause(job, m.after)?;
+    stack.check_alive()?;
+    rec.after = sample(&stack)?;
+    rec.reclaims = stack
+        .stderr_lines()
+        .iter()
+        .filter_map(|l| Reclaim::parse(l))
+        .collect();
+    let (_, result) = stack.stop();
+    result
+}
+
+/// Sleeps `d` unless the run is stopped.
+fn pause(job: &Job, d: Duration) -> anyhow::Result<()> {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        if job.stop.load(Ordering::Relaxed) {
+            return Err(Interrupted.into());
+        }
+        std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+    }
+    Ok(())
+}
+
+/// Ctrl-C stops loadgen and becomes [`Interrupted`]; a server that died is
+/// an error.
+fn watch(job: &Job, stack: &mut Stack, loadgen: &mut Proc) -> anyhow::Result<()> {
+    if job.stop.load(Ordering::Relaxed) {
+        loadgen.stop(Duration::from_secs(2));
+        return Err(Interrupted.into());
+    }
+    if let Err(e) = stack.check_alive() {
+        loadgen.stop(Duration::from_secs(2));
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// The `held` and `hold_summary` records of a hold log, as far as written.
+fn read_hold(
+    log: &Path,
+) -> anyhow::Result<(Option<loadgen::HoldRecord>, Option<loadgen::HoldRecord>)> {
+    let text =
+        std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+    let (mut held, mut summary) = (None, None);
+    for line in text.lines() {
+        match serde_json::from_str::<loadgen::Record>(line) {
+            Ok(loadgen::Record::Held(h)) => held = Some(h),
+            Ok(loadgen::Record::HoldSummary(h)) => summary = Some(h),
+            _ => {}
+        }
+    }
+    Ok((held, summary))
+}
