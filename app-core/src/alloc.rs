@@ -1,6 +1,7 @@
 //! The global allocator, chosen by feature (at most one): `snmalloc`,
-//! `mimalloc`, `jemalloc` (tikv-jemallocator), or glibc's malloc when none is
-//! on. [`reclaim`] asks the one compiled in to give freed memory back to the
+//! `mimalloc`, `jemalloc` (tikv-jemallocator), or the C library's malloc
+//! when none is on (glibc's, or musl's in a `x86_64-unknown-linux-musl`
+//! build). [`reclaim`] asks the one compiled in to give freed memory back to the
 //! operating system (the `alloc-reclaim` feature calls it; see
 //! [`crate::reclaim`]).
 
@@ -17,6 +18,22 @@ compile_error!(
 compile_error!(
     "`alloc-reclaim` with `snmalloc`: snmalloc-rs has no call that returns freed memory to the system, so there is nothing to ask; use glibc, mimalloc or jemalloc"
 );
+
+#[cfg(all(
+    target_env = "musl",
+    feature = "alloc-reclaim",
+    not(any(feature = "snmalloc", feature = "mimalloc", feature = "jemalloc"))
+))]
+compile_error!(
+    "`alloc-reclaim` with musl's malloc: musl has no call that returns freed memory (it unmaps large frees itself); use mimalloc or jemalloc"
+);
+
+/// No allocator feature: the C library's malloc.
+const SYSTEM: &str = if cfg!(target_env = "musl") {
+    "musl"
+} else {
+    "glibc"
+};
 
 #[cfg(feature = "snmalloc")]
 #[global_allocator]
@@ -38,7 +55,7 @@ pub const NAME: &str = if cfg!(feature = "snmalloc") {
 } else if cfg!(feature = "jemalloc") {
     "jemalloc"
 } else {
-    "glibc"
+    SYSTEM
 };
 
 /// What [`reclaim`] calls, as the reclaim line names it.
@@ -48,6 +65,8 @@ pub const RECLAIM_CALL: &str = if cfg!(feature = "snmalloc") {
     "mi_collect(true)"
 } else if cfg!(feature = "jemalloc") {
     "arena.<all>.purge"
+} else if cfg!(target_env = "musl") {
+    "none"
 } else {
     "malloc_trim(0)"
 };
@@ -84,16 +103,25 @@ pub fn reclaim() -> Result<(), String> {
         }
         Ok(())
     }
-    #[cfg(not(any(feature = "mimalloc", feature = "jemalloc", feature = "snmalloc")))]
+    #[cfg(all(
+        target_env = "gnu",
+        not(any(feature = "mimalloc", feature = "jemalloc", feature = "snmalloc"))
+    ))]
     {
         // SAFETY: malloc_trim has no preconditions; it returns 1 if memory
         // was released, 0 if there was none to release.
         unsafe { libc::malloc_trim(0) };
         Ok(())
     }
-    #[cfg(feature = "snmalloc")]
+    #[cfg(any(
+        feature = "snmalloc",
+        all(
+            not(target_env = "gnu"),
+            not(any(feature = "mimalloc", feature = "jemalloc"))
+        )
+    ))]
     {
-        Err("snmalloc has no reclaim call".into())
+        Err(format!("{NAME} has no reclaim call"))
     }
 }
 

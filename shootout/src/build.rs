@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 
-use crate::scenario::Scenario;
+use crate::scenario::{Libc, Scenario};
 
 /// The workspace root: the nearest ancestor of the current directory with a
 /// `Cargo.lock`, or the directory this crate was built from.
@@ -62,9 +62,18 @@ pub fn server(root: &Path, s: &Scenario, profile: Profile) -> anyhow::Result<Pat
     if !features.is_empty() {
         args.extend(["--features", &features]);
     }
+    let musl = s.libc == Libc::Musl;
+    if musl {
+        args.extend(["--target", Libc::MUSL_TARGET]);
+    }
     cargo(root, &args).with_context(|| format!("building {}", s.variant()))?;
     let target = target_dir(root);
-    let built = target.join(profile.dir()).join(s.server.binary());
+    let out = if musl {
+        target.join(Libc::MUSL_TARGET).join(profile.dir())
+    } else {
+        target.join(profile.dir())
+    };
+    let built = out.join(s.server.binary());
     let dir = target
         .join("shootout")
         .join(profile.dir())

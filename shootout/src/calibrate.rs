@@ -135,6 +135,7 @@ fn scenario(name: &str, label: &str, o: &CalibrateOptions) -> Scenario {
         server_cpus: Some("1".into()),
         loadgen_cpus: Some("0".into()),
         repetitions: 1,
+        libc: crate::scenario::Libc::Glibc,
         spin_ns: None,
         original: None,
     }

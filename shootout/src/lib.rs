@@ -147,6 +147,7 @@ pub fn run_file(
     }
     // Before anything is built or written: what these rows run must be here.
     setup::ensure(&setup::needs_of(&scenarios))?;
+    setup::ensure_rust_targets(&scenarios)?;
     let run_id = format!("{}-{}", meta::timestamp(), file.name);
     // Absolute, because nginx resolves its prefix's paths itself and the
     // servers and nginx run from other directories.

@@ -128,7 +128,11 @@ fn main() -> ExitCode {
         }
         Cmd::Setup { files, all } => {
             let ensured = shootout::setup::needs_of_files(&files, all)
-                .and_then(|needs| shootout::setup::ensure(&needs).map(|()| needs));
+                .and_then(|needs| shootout::setup::ensure(&needs).map(|()| needs))
+                .and_then(|needs| {
+                    let rows = shootout::setup::rows_of_files(&files)?;
+                    shootout::setup::ensure_rust_targets(&rows).map(|()| needs)
+                });
             match ensured {
                 Ok(needs) => {
                     let names: Vec<&str> = needs.iter().map(|n| n.program).collect();

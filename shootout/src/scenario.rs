@@ -70,6 +70,22 @@ pub enum LogSink {
     Alacritty,
 }
 
+/// The C library a server is built against: glibc (the host's), or musl
+/// (a static `x86_64-unknown-linux-musl` build, with musl's malloc when no
+/// allocator feature is on).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Libc {
+    #[default]
+    Glibc,
+    Musl,
+}
+
+impl Libc {
+    /// The cargo `--target` of a musl build.
+    pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Request {
@@ -117,6 +133,8 @@ pub struct Settings {
     pub repetitions: Option<Spanned<u32>>,
     /// CPU work per request in ns (`--spin-ns`; needs the calibrate feature).
     pub spin_ns: Option<u64>,
+    /// `"musl"` builds the server for x86_64-unknown-linux-musl.
+    pub libc: Option<Libc>,
     /// The figure a published study gave for this row, to set ours beside.
     pub original: Option<Spanned<analysis::Original>>,
 }
@@ -270,6 +288,7 @@ pub struct Scenario {
     pub loadgen_cpus: Option<String>,
     pub repetitions: u32,
     pub spin_ns: Option<u64>,
+    pub libc: Libc,
     pub original: Option<analysis::Original>,
 }
 
@@ -357,6 +376,9 @@ impl Scenario {
         for f in &self.features {
             v.push('+');
             v.push_str(f);
+        }
+        if self.libc == Libc::Musl {
+            v.push_str("@musl");
         }
         v
     }
@@ -561,6 +583,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
                 .map_or(1, |r| *r.get_ref())
                 .max(1),
             spin_ns,
+            libc: o.libc.or(d.libc).unwrap_or_default(),
             original: match &o.original {
                 Some(sp) => match sp.get_ref().problem() {
                     Some(why) => return Err(err(sp.span().start, why.into())),
@@ -849,6 +872,23 @@ mod tests {
     }
 
     #[test]
+    fn memory_files_and_musl_rows() {
+        let f = parse_str("kind = \"memory\"\n[memory]\nhold = \"4s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nconnections = 10000\nlibc = \"musl\"\n").unwrap();
+        let Design::Memory(m) = &f.design else {
+            panic!("{:?}", f.design)
+        };
+        assert_eq!(m.hold, Duration::from_secs(4));
+        assert_eq!(m.after, MemorySettings::default().after);
+        assert_eq!(f.scenarios[0].connections, 10000);
+        assert_eq!(f.scenarios[0].libc, Libc::Musl);
+        assert_eq!(f.scenarios[0].variant(), "ntex-server@musl");
+        let t = parse_str("kind = \"throughput\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n")
+            .unwrap();
+        assert_eq!(t.design, Design::Sequential);
+        assert_eq!(t.scenarios[0].libc, Libc::Glibc);
+    }
+
+    #[test]
     fn errors_name_the_file_and_line() {
         let cases = [
             ("[[scenario]]\nname = \"a\"\nserver = \"rocket\"\n", "t.toml:3: unknown server \"rocket\""),
@@ -869,6 +909,14 @@ mod tests {
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nspin_ns = 10\n", "t.toml:2: spin_ns needs the calibrate feature"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = \"all\"\n", "t.toml:4: bad workers: \"all\": expected a number above 0, logical or physical"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = 0\n", "t.toml:4: bad workers"),
+            ("kind = \"disk\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: unknown kind \"disk\""),
+            ("kind = \"memory\"\ndesign = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: design is for throughput rows"),
+            ("kind = \"memory\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nduration = \"5s\"\n", "t.toml:5: duration is not used by memory rows"),
+            ("kind = \"memory\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nproxy = \"nginx\"\n", "t.toml:3: scenario \"a\": memory rows measure the server's own connections"),
+            ("kind = \"memory\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrate = 5.0\n", "t.toml:3: scenario \"a\": rate is not used by memory rows"),
+            ("kind = \"memory\"\n[memory]\nhold = \"1s\"\nsettle = \"2s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: [memory] settle must be shorter than hold"),
+            ("[memory]\nhold = \"1s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: [memory] needs kind = \"memory\""),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nlibc = \"bionic\"\n", "t.toml:4: unknown variant `bionic`"),
         ];
         for (text, want) in cases {
             let got = parse_str(text).unwrap_err();

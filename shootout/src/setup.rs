@@ -59,6 +59,11 @@ pub const MAKE: Need = Need {
     package: "make",
     why: "jemalloc builds",
 };
+pub const MUSL_GCC: Need = Need {
+    program: "musl-gcc",
+    package: "musl-tools",
+    why: "musl builds (their C allocators)",
+};
 
 pub const XVFB: Need = Need {
     program: "Xvfb",
@@ -87,7 +92,7 @@ pub const ALACRITTY: Need = Need {
 /// Everything any scenario or test can need.
 pub fn all() -> Vec<Need> {
     vec![
-        NGINX, IP, TASKSET, CMAKE, GXX, CC, MAKE, XVFB, XTERM, FIXED_FONT, ALACRITTY,
+        NGINX, IP, TASKSET, CMAKE, GXX, CC, MAKE, MUSL_GCC, XVFB, XTERM, FIXED_FONT, ALACRITTY,
     ]
 }
 
@@ -113,6 +118,9 @@ pub fn needs_of<'a>(rows: impl IntoIterator<Item = &'a Scenario>) -> Vec<Need> {
         if s.features.iter().any(|f| f == "jemalloc") {
             needs.extend([CC, MAKE]);
         }
+        if s.libc == crate::scenario::Libc::Musl {
+            needs.push(MUSL_GCC);
+        }
         match s.log {
             crate::scenario::LogSink::Xterm => needs.extend([XVFB, XTERM, FIXED_FONT]),
             crate::scenario::LogSink::Alacritty => needs.extend([XVFB, ALACRITTY]),
@@ -133,11 +141,55 @@ pub fn needs_of_files(files: &[PathBuf], all_needs: bool) -> anyhow::Result<Vec<
     if files.is_empty() {
         bail!("name scenario files, or --all");
     }
+    Ok(needs_of(&rows_of_files(files)?))
+}
+
+/// Every row of the files.
+pub fn rows_of_files(files: &[PathBuf]) -> anyhow::Result<Vec<Scenario>> {
     let mut rows = Vec::new();
     for f in files {
         rows.extend(crate::scenario::load(f)?.scenarios);
     }
-    Ok(needs_of(&rows))
+    Ok(rows)
+}
+
+/// The Rust standard library for musl, when a row is built for it: added
+/// with `rustup target add` when missing (rustup fetches it), else one line
+/// saying what to do.
+pub fn ensure_rust_targets<'a>(rows: impl IntoIterator<Item = &'a Scenario>) -> anyhow::Result<()> {
+    use crate::scenario::Libc;
+    if !rows.into_iter().any(|s| s.libc == Libc::Musl) {
+        return Ok(());
+    }
+    let target = Libc::MUSL_TARGET;
+    let has = || {
+        Command::new("rustc")
+            .args(["--print", "target-libdir", "--target", target])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+            // The directory exists for any target; the library is `libstd-HASH.rlib`.
+            .and_then(|dir| std::fs::read_dir(dir).ok())
+            .is_some_and(|mut entries| {
+                entries.any(|e| {
+                    e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("libstd-"))
+                })
+            })
+    };
+    if has() {
+        return Ok(());
+    }
+    eprintln!("shootout: adding the Rust target {target} (rustup target add {target})");
+    let status = Command::new("rustup")
+        .args(["target", "add", target])
+        .stdin(Stdio::null())
+        .status();
+    match status {
+        Ok(s) if s.success() && has() => Ok(()),
+        Ok(s) => bail!("rustup target add {target} failed ({s}); musl rows need that target's standard library"),
+        Err(e) => bail!("musl rows need the Rust target {target}: run `rustup target add {target}` (rustup: {e})"),
+    }
 }
 
 /// Where programs are looked up, who runs, and which `apt-get` to use.

@@ -440,6 +440,101 @@ fn paired_design_runs_both_stacks_at_once_and_leaves_nothing() {
 }
 
 #[test]
+fn memory_rows_sample_idle_held_and_after_and_leave_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
+    let child = shootout(&[
+        "run",
+        "shootout/tests/fixtures/memory.toml",
+        "--build-profile",
+        "dev",
+        "--out",
+    ])
+    .arg(out.path())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let result = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stdout}\n{stderr}");
+    let m = meta(out.path());
+    assert_eq!(m["design"], "memory");
+    let records = m["memory"].as_array().unwrap();
+    // Two repetitions of one row, one of the other, in rounds.
+    let order: Vec<(&str, u64)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["scenario"].as_str().unwrap(),
+                r["repetition"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("actix-glibc", 1),
+            ("ntex-reclaim-netns", 1),
+            ("actix-glibc", 2)
+        ]
+    );
+    for r in records {
+        assert!(r["error"].is_null(), "{r}");
+        assert_eq!(r["hold"]["established"], 300, "{r}");
+        assert_eq!(r["hold"]["closed_early"], 0, "{r}");
+        assert_eq!(r["allocator"], "glibc", "{r}");
+        let kib = |k: &str| r[k]["rss_kib"].as_u64().unwrap();
+        // Samples in time order, and 300 connections cost something.
+        assert!(kib("held") > kib("idle"), "{r}");
+        assert!(
+            r["held_peak_rss_kib"].as_u64().unwrap() >= kib("held"),
+            "{r}"
+        );
+        let at = |k: &str| r[k]["at_ms"].as_u64().unwrap();
+        assert!(at("idle") < at("held") && at("held") < at("after"), "{r}");
+    }
+    // The reclaim row: the server said it reclaimed, and kept less after.
+    let reclaim = &records[1];
+    assert_eq!(reclaim["reclaim_feature"], true);
+    let lines = reclaim["reclaims"].as_array().unwrap();
+    assert_eq!(lines.len(), 1, "{reclaim}");
+    assert!(
+        lines[0]["rss_after_kib"].as_u64() < lines[0]["rss_before_kib"].as_u64(),
+        "{reclaim}"
+    );
+    assert!(records[0]["reclaims"].as_array().unwrap().is_empty());
+    // The raw records and loadgen's beside them; the report renders them.
+    let table = run_dir(out.path()).join("memory");
+    for f in [
+        "actix-glibc.rep1.memory.json",
+        "actix-glibc.rep2.hold.jsonl",
+        "ntex-reclaim-netns.memory.json",
+        "table.toml",
+    ] {
+        assert!(table.join(f).is_file(), "{f}");
+    }
+    let readme = std::fs::read_to_string(run_dir(out.path()).join("README.md")).unwrap();
+    assert!(
+        readme.contains("| Server | Allocator | Workers | Connections |"),
+        "{readme}"
+    );
+    assert!(
+        readme.contains("| ntex-server | glibc | 1 | 300 |"),
+        "{readme}"
+    );
+    assert!(run_dir(out.path()).join("memory-memory.svg").is_file());
+    assert!(
+        leftovers(out.path()).is_empty(),
+        "{:?}",
+        leftovers(out.path())
+    );
+    assert!(namespaces_of(pid).is_empty());
+}
+
+#[test]
 fn calibrate_control_adds_cpu_per_request() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();
