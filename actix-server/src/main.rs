@@ -4,6 +4,9 @@ use std::process::ExitCode;
 
 mod server;
 
+#[cfg(any(feature = "rt-neon", feature = "rt-uring", feature = "rt-compio"))]
+compile_error!("actix-web runs on tokio only: rt-neon, rt-uring and rt-compio are ntex's runtimes");
+
 #[actix_web::main]
 async fn main() -> ExitCode {
     let args = app_core::ServerArgs::parse_or_exit("actix-server");

@@ -13,6 +13,7 @@ pub mod launch;
 pub mod logging;
 pub mod net;
 pub mod reclaim;
+pub mod runtime;
 pub mod shutdown;
 pub mod spin;
 pub mod workers;
@@ -32,7 +33,7 @@ pub const SHUTDOWN_TIMEOUT_SECS: u16 = 5;
 /// Every server feature, in the order the start-up line lists them. Both
 /// server crates define exactly these; the runner checks scenario files
 /// against this list.
-pub const ALL_FEATURES: [&str; 12] = [
+pub const ALL_FEATURES: [&str; 16] = [
     "global-counter",
     "keepalive-os",
     "log-stdout",
@@ -45,9 +46,15 @@ pub const ALL_FEATURES: [&str; 12] = [
     "no-alloc",
     "binary-payload",
     "calibrate",
+    "rt-tokio",
+    "rt-neon",
+    "rt-uring",
+    "rt-compio",
 ];
 
-/// The cargo features compiled into this build, in [`ALL_FEATURES`] order.
+/// The cargo features compiled into this build, in [`ALL_FEATURES`] order,
+/// without the runtime ones (`rt-tokio` is a default feature of the servers;
+/// the start-up line names the runtime as `runtime=`).
 pub fn features() -> Vec<&'static str> {
     let on = [
         cfg!(feature = "global-counter"),
@@ -62,17 +69,22 @@ pub fn features() -> Vec<&'static str> {
         cfg!(feature = "no-alloc"),
         cfg!(feature = "binary-payload"),
         cfg!(feature = "calibrate"),
+        cfg!(feature = "rt-tokio"),
+        cfg!(feature = "rt-neon"),
+        cfg!(feature = "rt-uring"),
+        cfg!(feature = "rt-compio"),
     ];
     ALL_FEATURES
         .into_iter()
         .zip(on)
         .filter_map(|(name, on)| on.then_some(name))
+        .filter(|name| !name.starts_with("rt-"))
         .collect()
 }
 
 /// The one line each server prints on stderr once it listens, in `key=value`
 /// form for the runner to record, e.g.
-/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 worker_rule=logical backlog=1024 nofile=1048576 allocator=glibc features=global-counter,keepalive-os`.
+/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 worker_rule=logical backlog=1024 nofile=1048576 allocator=glibc runtime=tokio features=global-counter,keepalive-os`.
 pub fn startup_line(
     binary: &str,
     framework: &str,
@@ -89,7 +101,8 @@ pub fn startup_line(
         features.join(",")
     };
     format!(
-        "{binary} listening addr={addr} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} nofile={nofile} allocator={} features={features}",
-        alloc::NAME
+        "{binary} listening addr={addr} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} nofile={nofile} allocator={} runtime={} features={features}",
+        alloc::NAME,
+        runtime::NAME
     )
 }

@@ -84,6 +84,14 @@ impl Variant {
         if !self.features.is_empty() {
             cmd.args(["--features", &self.features.join(",")]);
         }
+        // ntex's own runtimes replace the default feature, rt-tokio.
+        if self
+            .features
+            .iter()
+            .any(|f| f.starts_with("rt-") && *f != "rt-tokio")
+        {
+            cmd.arg("--no-default-features");
+        }
         let status = cmd.status().expect("running cargo build");
         assert!(status.success(), "cargo build of {} failed", self.name());
         let built = target.join("debug").join(self.framework.binary());

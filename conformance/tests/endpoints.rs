@@ -309,6 +309,20 @@ fn text_endpoints_and_bad_input_on_both_twins() {
 }
 
 #[test]
+fn ntex_runtimes_answer_with_the_same_bytes() {
+    // ntex's own drivers (epoll, io_uring) and compio against actix on
+    // tokio: the runtime must not change a byte of any answer.
+    let cases = text_cases();
+    let actix = play(&Variant::new(Framework::Actix, sets::DEFAULT), &cases);
+    for rt in ["rt-neon", "rt-uring", "rt-compio"] {
+        let ntex = play(&Variant::new(Framework::Ntex, &[rt]), &cases);
+        for ((case, a), n) in cases.iter().zip(&actix).zip(&ntex) {
+            assert_eq!(a.essence(), n.essence(), "{rt}: differs on {}", case.name);
+        }
+    }
+}
+
+#[test]
 fn text_endpoints_with_the_tuned_features() {
     // no-alloc changes how the body is collected and the answer encoded: the
     // bytes on the wire must not change.

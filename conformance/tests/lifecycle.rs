@@ -39,7 +39,7 @@ fn startup_line_names_address_framework_version_workers_and_features() {
             .find(|a| features.contains(a))
             .unwrap_or("glibc");
         let expected = format!(
-            "{} listening addr={} framework={fw_crate}/{} workers=3 worker_rule=count backlog=77 nofile={} allocator={allocator} features={expected_features}",
+            "{} listening addr={} framework={fw_crate}/{} workers=3 worker_rule=count backlog=77 nofile={} allocator={allocator} runtime=tokio features={expected_features}",
             fw.binary(),
             server.addr,
             locked_version(fw_crate),
@@ -287,4 +287,75 @@ fn keepalive_os_keeps_idle_connections_open() {
             variant.name()
         );
     }
+}
+
+/// The io_uring tests of this binary, one at a time: one of them switches
+/// io_uring off for the whole machine for a moment.
+static URING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn startup_line_names_the_runtime() {
+    let _uring = URING.lock().unwrap_or_else(|e| e.into_inner());
+    for (rt, name) in [
+        ("rt-neon", "neon-polling"),
+        ("rt-uring", "neon-uring"),
+        ("rt-compio", "compio"),
+    ] {
+        let server = Server::start(&Variant::new(Framework::Ntex, &[rt]), &["--workers", "1"]);
+        assert!(
+            server
+                .startup_line
+                .contains(&format!(" runtime={name} features=none")),
+            "{rt}: {}",
+            server.startup_line
+        );
+        assert!(server.stop().status.success());
+    }
+}
+
+/// Sets `kernel.io_uring_disabled` and puts the old value back on drop.
+struct UringSwitch(String);
+
+impl UringSwitch {
+    const PATH: &'static str = "/proc/sys/kernel/io_uring_disabled";
+
+    fn set(value: &str) -> UringSwitch {
+        let old = std::fs::read_to_string(Self::PATH)
+            .expect("this test needs kernel.io_uring_disabled (Linux 6.6+)");
+        std::fs::write(Self::PATH, value)
+            .expect("this test needs root to set kernel.io_uring_disabled");
+        UringSwitch(old.trim().to_string())
+    }
+}
+
+impl Drop for UringSwitch {
+    fn drop(&mut self) {
+        let _ = std::fs::write(Self::PATH, &self.0);
+    }
+}
+
+#[test]
+fn an_io_uring_build_on_a_kernel_that_refuses_it_says_so_in_one_line() {
+    let _uring = URING.lock().unwrap_or_else(|e| e.into_inner());
+    let variant = Variant::new(Framework::Ntex, &["rt-uring"]);
+    let binary = variant.binary();
+    let err = {
+        // io_uring off for everyone for the start of one server (the other
+        // tests' servers do not use it).
+        let _off = UringSwitch::set("2");
+        Server::spawn_raw(&binary, &["--bind", "127.0.0.1:0", "--workers", "1"])
+            .err()
+            .expect("the server started although io_uring is disabled")
+    };
+    let lines: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("ntex-server"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0]
+            .starts_with("ntex-server: error: rt-uring: this kernel or sandbox refuses io_uring"),
+        "{err}"
+    );
+    assert!(err.contains("exited with exit status: 1"), "{err}");
 }

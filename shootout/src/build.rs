@@ -62,6 +62,13 @@ pub fn server(root: &Path, s: &Scenario, profile: Profile) -> anyhow::Result<Pat
     if !features.is_empty() {
         args.extend(["--features", &features]);
     }
+    // ntex's own runtimes replace the default feature, rt-tokio.
+    if s.features
+        .iter()
+        .any(|f| app_core::runtime::REPLACES_DEFAULT.contains(&f.as_str()))
+    {
+        args.push("--no-default-features");
+    }
     let musl = s.libc == Libc::Musl;
     if musl {
         args.extend(["--target", Libc::MUSL_TARGET]);

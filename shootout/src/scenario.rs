@@ -480,6 +480,24 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             }
             features.push(f.get_ref().clone());
         }
+        let runtimes: Vec<&String> = features.iter().filter(|f| f.starts_with("rt-")).collect();
+        if runtimes.len() > 1 {
+            return Err(err(
+                feature_list.span().start,
+                format!("features {runtimes:?}: one runtime per row"),
+            ));
+        }
+        if server == Server::Actix
+            && runtimes
+                .iter()
+                .any(|r| app_core::runtime::REPLACES_DEFAULT.contains(&r.as_str()))
+        {
+            return Err(err(
+                feature_list.span().start,
+                "actix-web runs on tokio only: rt-neon, rt-uring and rt-compio are ntex's runtimes"
+                    .into(),
+            ));
+        }
         if features.iter().any(|f| f == "log-stdout") && features.iter().any(|f| f == "log-file") {
             return Err(err(
                 feature_list.span().start,
@@ -917,6 +935,8 @@ mod tests {
             ("kind = \"memory\"\n[memory]\nhold = \"1s\"\nsettle = \"2s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: [memory] settle must be shorter than hold"),
             ("[memory]\nhold = \"1s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: [memory] needs kind = \"memory\""),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nlibc = \"bionic\"\n", "t.toml:4: unknown variant `bionic`"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"actix\"\nfeatures = [\"rt-neon\"]\n", "t.toml:4: actix-web runs on tokio only"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nfeatures = [\"rt-neon\", \"rt-uring\"]\n", "t.toml:4: features [\"rt-neon\", \"rt-uring\"]: one runtime per row"),
         ];
         for (text, want) in cases {
             let got = parse_str(text).unwrap_err();
