@@ -31,7 +31,7 @@ pub fn chart(table: &MemoryTable) -> anyhow::Result<Vec<u8>> {
             )
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(260)
+            .y_label_area_size(330)
             .build_cartesian_2d(0.0..top * 1.3, rows as f64..0.0)
             .map_err(draw_err)?;
         let labels: Vec<String> = table.rows.iter().map(|r| r.label.clone()).collect();
