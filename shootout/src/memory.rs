@@ -11,11 +11,10 @@ use std::time::{Duration, Instant};
 use analysis::memory::{MemoryRecord, Reclaim, Sample};
 use anyhow::{bail, Context};
 
-use crate::host::Placement;
 use crate::procs::{resident_kib, Proc};
 use crate::scenario::MemorySettings;
 use crate::sequential::Job;
-use crate::stack::{Stack, StackSpec};
+use crate::stack::Stack;
 use crate::Interrupted;
 
 /// Runs one repetition; errors are recorded in the returned record.
@@ -55,14 +54,8 @@ pub fn write(table_dir: &Path, stem: &str, rec: &MemoryRecord) -> anyhow::Result
 
 fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Result<()> {
     let s = job.scenario;
-    let place = Placement::new(s, job.ns_index)?;
-    let spec = StackSpec {
-        root: job.root,
-        scenario: s,
-        server_bin: job.server_bin,
-        tmp: job.tmp.clone(),
-    };
-    let mut stack = Stack::start(&spec, &place)?;
+    let place = crate::host::Placement::new(s, job.ns_index)?;
+    let mut stack = job.start_stack(&place)?;
     let started = Instant::now();
     rec.startup_line = stack.startup_line.clone();
     let field = |key: &str| {

@@ -52,17 +52,25 @@ pub fn run(job: &Job) -> (RowRecord, Option<Interrupted>) {
     }
 }
 
+impl Job<'_> {
+    /// Starts the row's stack on `place`: a stage of every design that runs
+    /// one row at a time.
+    pub fn start_stack(&self, place: &Placement) -> anyhow::Result<Stack> {
+        let spec = StackSpec {
+            root: self.root,
+            scenario: self.scenario,
+            server_bin: self.server_bin,
+            tmp: self.tmp.clone(),
+        };
+        Stack::start(&spec, place)
+    }
+}
+
 fn run_stages(job: &Job, rec: &mut RowRecord) -> anyhow::Result<()> {
     let s = job.scenario;
     let place = Placement::new(s, job.ns_index)?;
     rec.netem = place.netem.clone();
-    let spec = StackSpec {
-        root: job.root,
-        scenario: s,
-        server_bin: job.server_bin,
-        tmp: job.tmp.clone(),
-    };
-    let mut stack = Stack::start(&spec, &place)?;
+    let mut stack = job.start_stack(&place)?;
     rec.startup_line = Some(stack.startup_line.clone());
     rec.terminal = stack.terminal.clone();
     rec.log_file = stack.log_file.as_ref().map(|p| p.display().to_string());
