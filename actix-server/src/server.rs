@@ -100,6 +100,8 @@ pub async fn serve(args: ServerArgs) -> anyhow::Result<()> {
     })
     .workers(launch.workers)
     .keep_alive(keep_alive())
+    // 0 switches it off, as in ntex-server.
+    .client_request_timeout(Duration::from_secs(launch.client_timeout.into()))
     .shutdown_timeout(app_core::SHUTDOWN_TIMEOUT_SECS.into())
     .disable_signals()
     .listen(listener)

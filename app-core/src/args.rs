@@ -41,6 +41,15 @@ pub struct ServerArgs {
     #[arg(long, value_name = "NS")]
     pub spin_ns: Option<u64>,
 
+    /// Time allowed for the first request head on a new connection, in whole
+    /// seconds (ntex's timers count whole seconds): past it, `408` with
+    /// `connection: close`, then the connection is closed. The same rule on
+    /// both frameworks; 0 = off (`keepalive-os` builds only). An idle
+    /// connection after a response is the keep-alive's (5 s, or the OS's with
+    /// `keepalive-os`).
+    #[arg(long, default_value_t = 5, value_name = "SECS")]
+    pub client_timeout: u16,
+
     /// Largest request body in bytes; a larger one gets 413 unread.
     #[arg(long, default_value_t = 64, value_name = "BYTES")]
     pub max_body: usize,
@@ -83,6 +92,13 @@ impl ServerArgs {
         }
         if self.log_file.is_none() && cfg!(feature = "log-file") {
             return Err("this build has the log-file feature: pass --log-file PATH".into());
+        }
+        if self.client_timeout == 0 && !cfg!(feature = "keepalive-os") {
+            // Otherwise the twins would differ: ntex's keep-alive timer also
+            // closes a new connection that never sent a request, actix's not.
+            return Err(
+                "--client-timeout 0 needs a build with the keepalive-os feature: with a timed keep-alive, ntex would still close a silent new connection and actix-web would not".into(),
+            );
         }
         if self.spin_ns.is_some() && !cfg!(feature = "calibrate") {
             return Err("--spin-ns needs a build with the calibrate feature".into());

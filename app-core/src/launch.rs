@@ -17,6 +17,8 @@ pub struct Launch {
     /// `count`, `logical` or `physical` (see [`crate::workers::Workers`]).
     pub worker_rule: &'static str,
     pub addr: SocketAddr,
+    /// `--client-timeout` in seconds, 0 = off.
+    pub client_timeout: u16,
     backlog: i32,
     /// The open-file limit in force: raised to the hard limit at start.
     pub nofile: u64,
@@ -46,6 +48,7 @@ impl Launch {
             workers,
             worker_rule: args.workers.rule(),
             addr,
+            client_timeout: args.client_timeout,
             backlog: args.backlog,
             nofile,
             log,
@@ -63,6 +66,7 @@ impl Launch {
                 self.addr,
                 (self.workers, self.worker_rule),
                 self.backlog,
+                self.client_timeout,
                 self.nofile
             ),
             self.app.spin().describe()

@@ -84,13 +84,15 @@ pub fn features() -> Vec<&'static str> {
 
 /// The one line each server prints on stderr once it listens, in `key=value`
 /// form for the runner to record, e.g.
-/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 worker_rule=logical backlog=1024 nofile=1048576 allocator=glibc runtime=tokio features=global-counter,keepalive-os`.
+/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 worker_rule=logical backlog=1024 client_timeout=5s keep_alive=os nofile=1048576 allocator=glibc runtime=tokio features=global-counter,keepalive-os`
+/// (`client_timeout=off` for 0; `keep_alive=5s` without `keepalive-os`).
 pub fn startup_line(
     binary: &str,
     framework: &str,
     addr: std::net::SocketAddr,
     workers: (usize, &str),
     backlog: i32,
+    client_timeout: u16,
     nofile: u64,
 ) -> String {
     let (workers, rule) = workers;
@@ -100,8 +102,17 @@ pub fn startup_line(
     } else {
         features.join(",")
     };
+    let client_timeout = match client_timeout {
+        0 => "off".to_string(),
+        secs => format!("{secs}s"),
+    };
+    let keep_alive = if cfg!(feature = "keepalive-os") {
+        "os".to_string()
+    } else {
+        format!("{KEEP_ALIVE_SECS}s")
+    };
     format!(
-        "{binary} listening addr={addr} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} nofile={nofile} allocator={} runtime={} features={features}",
+        "{binary} listening addr={addr} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} client_timeout={client_timeout} keep_alive={keep_alive} nofile={nofile} allocator={} runtime={} features={features}",
         alloc::NAME,
         runtime::NAME
     )

@@ -38,8 +38,13 @@ fn startup_line_names_address_framework_version_workers_and_features() {
             .into_iter()
             .find(|a| features.contains(a))
             .unwrap_or("glibc");
+        let keep_alive = if features.contains(&"keepalive-os") {
+            "os"
+        } else {
+            "5s"
+        };
         let expected = format!(
-            "{} listening addr={} framework={fw_crate}/{} workers=3 worker_rule=count backlog=77 nofile={} allocator={allocator} runtime=tokio features={expected_features}",
+            "{} listening addr={} framework={fw_crate}/{} workers=3 worker_rule=count backlog=77 client_timeout=5s keep_alive={keep_alive} nofile={} allocator={allocator} runtime=tokio features={expected_features}",
             fw.binary(),
             server.addr,
             locked_version(fw_crate),

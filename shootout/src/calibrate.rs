@@ -137,6 +137,7 @@ fn scenario(name: &str, label: &str, o: &CalibrateOptions) -> Scenario {
         repetitions: 1,
         libc: crate::scenario::Libc::Glibc,
         spin_ns: None,
+        client_timeout: None,
         original: None,
     }
 }

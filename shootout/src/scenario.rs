@@ -133,6 +133,9 @@ pub struct Settings {
     pub repetitions: Option<Spanned<u32>>,
     /// CPU work per request in ns (`--spin-ns`; needs the calibrate feature).
     pub spin_ns: Option<u64>,
+    /// The servers' `--client-timeout` in seconds (0 = off, which needs
+    /// keepalive-os); the servers' default, 5, when none.
+    pub client_timeout: Option<u16>,
     /// `"musl"` builds the server for x86_64-unknown-linux-musl.
     pub libc: Option<Libc>,
     /// The figure a published study gave for this row, to set ours beside.
@@ -288,6 +291,7 @@ pub struct Scenario {
     pub loadgen_cpus: Option<String>,
     pub repetitions: u32,
     pub spin_ns: Option<u64>,
+    pub client_timeout: Option<u16>,
     pub libc: Libc,
     pub original: Option<analysis::Original>,
 }
@@ -548,6 +552,14 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         if spin_ns.is_some() && !features.iter().any(|f| f == "calibrate") {
             return Err(err(at, "spin_ns needs the calibrate feature".into()));
         }
+        let client_timeout = o.client_timeout.or(d.client_timeout);
+        if client_timeout == Some(0) && !features.iter().any(|f| f == "keepalive-os") {
+            return Err(err(
+                at,
+                "client_timeout = 0 needs the keepalive-os feature (the servers refuse it otherwise)"
+                    .into(),
+            ));
+        }
         scenarios.push(Scenario {
             label: o.label.clone().unwrap_or_else(|| name.clone()),
             name,
@@ -601,6 +613,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
                 .map_or(1, |r| *r.get_ref())
                 .max(1),
             spin_ns,
+            client_timeout,
             libc: o.libc.or(d.libc).unwrap_or_default(),
             original: match &o.original {
                 Some(sp) => match sp.get_ref().problem() {
@@ -925,6 +938,7 @@ mod tests {
             ("baseline = \"a\"\n[paired]\nblock = \"5s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: [paired] needs design = \"paired\""),
             ("design = \"paired\"\nbaseline = \"a\"\n[paired]\nmin_blocks = 3\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:3: [paired] min_blocks must be even"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nspin_ns = 10\n", "t.toml:2: spin_ns needs the calibrate feature"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nclient_timeout = 0\n", "t.toml:2: client_timeout = 0 needs the keepalive-os feature (the servers refuse it otherwise)"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = \"all\"\n", "t.toml:4: bad workers: \"all\": expected a number above 0, logical or physical"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = 0\n", "t.toml:4: bad workers"),
             ("kind = \"disk\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: unknown kind \"disk\""),

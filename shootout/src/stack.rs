@@ -114,6 +114,9 @@ impl Stack {
         if let Some(w) = s.workers {
             argv.extend(["--workers".into(), w.to_string()]);
         }
+        if let Some(secs) = s.client_timeout {
+            argv.extend(["--client-timeout".into(), secs.to_string()]);
+        }
         if let Some(ns) = s.spin_ns {
             argv.extend(["--spin-ns".into(), ns.to_string()]);
         }
