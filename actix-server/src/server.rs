@@ -10,6 +10,10 @@ use app_core::codec::BodyError;
 use app_core::{App, Launch, Reply, ReplyBody, ServerArgs};
 use futures_util::StreamExt;
 
+/// `large-io-buffers`: the HTTP/1 write buffer, actix-web's only buffer
+/// setting, as large as ntex-server's buffers with the feature.
+const LARGE_BUFFER: usize = 64 * 1024;
+
 /// Framework name and the exact version pinned in Cargo.toml.
 pub const FRAMEWORK: &str = "actix-web/4.18.1";
 
@@ -102,6 +106,12 @@ pub async fn serve(args: ServerArgs) -> anyhow::Result<()> {
     .keep_alive(keep_alive())
     // 0 switches it off, as in ntex-server.
     .client_request_timeout(Duration::from_secs(launch.client_timeout.into()))
+    .h1_write_buffer_size(if cfg!(feature = "large-io-buffers") {
+        LARGE_BUFFER
+    } else {
+        // actix-web's default.
+        32 * 1024
+    })
     .shutdown_timeout(app_core::SHUTDOWN_TIMEOUT_SECS.into())
     .disable_signals()
     .listen(listener)

@@ -33,7 +33,7 @@ pub const SHUTDOWN_TIMEOUT_SECS: u16 = 5;
 /// Every server feature, in the order the start-up line lists them. Both
 /// server crates define exactly these; the runner checks scenario files
 /// against this list.
-pub const ALL_FEATURES: [&str; 16] = [
+pub const ALL_FEATURES: [&str; 17] = [
     "global-counter",
     "keepalive-os",
     "log-stdout",
@@ -46,6 +46,7 @@ pub const ALL_FEATURES: [&str; 16] = [
     "no-alloc",
     "binary-payload",
     "calibrate",
+    "large-io-buffers",
     "rt-tokio",
     "rt-neon",
     "rt-uring",
@@ -69,6 +70,7 @@ pub fn features() -> Vec<&'static str> {
         cfg!(feature = "no-alloc"),
         cfg!(feature = "binary-payload"),
         cfg!(feature = "calibrate"),
+        cfg!(feature = "large-io-buffers"),
         cfg!(feature = "rt-tokio"),
         cfg!(feature = "rt-neon"),
         cfg!(feature = "rt-uring"),
