@@ -18,6 +18,7 @@ pub mod record;
 pub mod scenario;
 pub mod sequential;
 pub mod setup;
+pub mod ssh;
 pub mod stack;
 pub mod verify;
 

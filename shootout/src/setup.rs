@@ -89,10 +89,24 @@ pub const ALACRITTY: Need = Need {
     why: "alacritty rows",
 };
 
+/// sshd for the stand-in hosts of `scripts/netns-hosts` (the ssh tests); an
+/// absolute path, as Debian keeps it out of a user's PATH.
+pub const SSHD: Need = Need {
+    program: "/usr/sbin/sshd",
+    package: "openssh-server",
+    why: "the ssh tests and scripts/netns-hosts",
+};
+pub const SSH: Need = Need {
+    program: "ssh",
+    package: "openssh-client",
+    why: "remote hosts",
+};
+
 /// Everything any scenario or test can need.
 pub fn all() -> Vec<Need> {
     vec![
         NGINX, IP, TASKSET, CMAKE, GXX, CC, MAKE, MUSL_GCC, XVFB, XTERM, FIXED_FONT, ALACRITTY,
+        SSH, SSHD,
     ]
 }
 

@@ -1,0 +1,397 @@
+//! A remote host reached with plain OpenSSH (issue 14): one multiplexed
+//! connection per host (`ControlMaster`, kept by `ControlPersist`), batch
+//! mode, strict host keys against a known_hosts file the user gives,
+//! keep-alives. On it: run a command, check the host (preflight), upload a
+//! binary by content hash, and measure the clock offset. No agent of our own
+//! on the other side: only `sh`, `uname`, `nproc`, `sha256sum`, `cat`,
+//! `date`, `mkdir`, `mv`, `rm`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use sha2::{Digest, Sha256};
+
+/// How to reach a remote host (`[hosts.NAME]` in a scenario file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteHost {
+    /// The name the scenario file gives it: every error names it.
+    pub name: String,
+    pub address: String,
+    pub user: String,
+    pub port: u16,
+    /// Where the runner puts binaries and temporary files on that host.
+    pub workdir: String,
+}
+
+/// `[ssh]`: the settings shared by every host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshSettings {
+    pub identity: Option<PathBuf>,
+    /// Host keys are checked strictly against this file, never learnt.
+    pub known_hosts: PathBuf,
+    pub connect_timeout: Duration,
+}
+
+/// What preflight found on a host (recorded in `meta.json`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Preflight {
+    pub arch: String,
+    pub cores: u32,
+    pub kernel: String,
+}
+
+/// One clock reading: the remote clock minus ours, measured at the middle of
+/// the round trip, and that round trip.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ClockOffset {
+    pub offset_ms: f64,
+    pub rtt_ms: f64,
+}
+
+/// The command that reads a host's clock (seconds since the epoch with a
+/// fraction). Tests replace it with `SHOOTOUT_TEST_CLOCK_CMD` to fake a
+/// skewed host; nothing else should.
+fn clock_command() -> String {
+    std::env::var("SHOOTOUT_TEST_CLOCK_CMD").unwrap_or_else(|_| "date +%s.%N".to_string())
+}
+
+/// An open, multiplexed connection to one host. Closed (the master told to
+/// exit) on drop.
+pub struct Session {
+    pub host: RemoteHost,
+    settings: SshSettings,
+    control: PathBuf,
+}
+
+impl Session {
+    /// Starts the master connection (`ssh -M -N -f`) with its control socket
+    /// in `control_dir` (short: a Unix socket path has at most 107 bytes).
+    pub fn open(
+        host: &RemoteHost,
+        settings: &SshSettings,
+        control_dir: &Path,
+    ) -> anyhow::Result<Session> {
+        let session = Session {
+            host: host.clone(),
+            settings: settings.clone(),
+            control: control_dir.join(format!("{}.sock", host.name)),
+        };
+        let mut cmd = Command::new("ssh");
+        cmd.args(session.options())
+            .args(["-M", "-N", "-f", "-o", "ControlPersist=yes"])
+            .arg(session.destination())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let out = cmd
+            .output()
+            .context("running ssh (install openssh-client)")?;
+        if !out.status.success() {
+            bail!(
+                "host {}: ssh {}@{}:{} failed: {}",
+                host.name,
+                host.user,
+                host.address,
+                host.port,
+                tail(&out.stderr)
+            );
+        }
+        Ok(session)
+    }
+
+    fn destination(&self) -> String {
+        format!("{}@{}", self.host.user, self.host.address)
+    }
+
+    /// The options every ssh call of this session uses.
+    fn options(&self) -> Vec<String> {
+        let s = &self.settings;
+        let mut o = vec![
+            "-p".to_string(),
+            self.host.port.to_string(),
+            "-o".into(),
+            "BatchMode=yes".into(),
+            "-o".into(),
+            "StrictHostKeyChecking=yes".into(),
+            "-o".into(),
+            format!("UserKnownHostsFile={}", s.known_hosts.display()),
+            "-o".into(),
+            "GlobalKnownHostsFile=/dev/null".into(),
+            "-o".into(),
+            format!("ConnectTimeout={}", s.connect_timeout.as_secs().max(1)),
+            "-o".into(),
+            "ServerAliveInterval=5".into(),
+            "-o".into(),
+            "ServerAliveCountMax=3".into(),
+            "-o".into(),
+            format!("ControlPath={}", self.control.display()),
+            "-F".into(),
+            "/dev/null".into(),
+        ];
+        if let Some(id) = &s.identity {
+            o.extend([
+                "-i".into(),
+                id.display().to_string(),
+                "-o".into(),
+                "IdentitiesOnly=yes".into(),
+            ]);
+        }
+        o
+    }
+
+    /// `ssh … HOST -- script`, ready to spawn (through the master).
+    pub fn command(&self, script: &str) -> Command {
+        let mut cmd = Command::new("ssh");
+        cmd.args(self.options())
+            .arg(self.destination())
+            .arg("--")
+            .arg(script);
+        cmd
+    }
+
+    /// Runs `script` with `sh` on the host; its stdout, or an error naming
+    /// the host with the tail of its stderr.
+    pub fn run(&self, script: &str) -> anyhow::Result<String> {
+        let out = self
+            .command(script)
+            .stdin(Stdio::null())
+            .output()
+            .context("running ssh")?;
+        self.check(script, &out)?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn check(&self, script: &str, out: &Output) -> anyhow::Result<()> {
+        if !out.status.success() {
+            bail!(
+                "host {}: `{}` failed ({}): {}",
+                self.host.name,
+                first_line(script),
+                out.status,
+                tail(&out.stderr)
+            );
+        }
+        Ok(())
+    }
+
+    /// Architecture, core count and kernel of the host.
+    pub fn preflight(&self) -> anyhow::Result<Preflight> {
+        let text = self.run("uname -m; nproc; uname -r")?;
+        let mut lines = text.lines().map(str::trim);
+        let (Some(arch), Some(cores), Some(kernel)) = (lines.next(), lines.next(), lines.next())
+        else {
+            bail!("host {}: preflight printed {text:?}", self.host.name);
+        };
+        Ok(Preflight {
+            arch: arch.to_string(),
+            cores: cores
+                .parse()
+                .with_context(|| format!("host {}: nproc printed {cores:?}", self.host.name))?,
+            kernel: kernel.to_string(),
+        })
+    }
+
+    /// Copies `local` to `<workdir>/bin/<sha256>-<file name>` unless the host
+    /// already has that exact content there, and checks the copy's hash.
+    /// Returns the remote path and whether it was copied.
+    pub fn upload(&self, local: &Path) -> anyhow::Result<(String, bool)> {
+        let bytes = std::fs::read(local).with_context(|| format!("reading {}", local.display()))?;
+        let hash = hex(&Sha256::digest(&bytes));
+        let name = local
+            .file_name()
+            .and_then(|n| n.to_str())
+            .with_context(|| format!("{} has no file name", local.display()))?;
+        let dir = format!("{}/bin", self.host.workdir);
+        let remote = format!("{dir}/{}-{name}", &hash[..16]);
+        let have = self.run(&format!(
+            "sha256sum {remote} 2>/dev/null | cut -d' ' -f1 || true"
+        ))?;
+        if have.trim() == hash {
+            return Ok((remote, false));
+        }
+        let part = format!("{remote}.part");
+        let mut child = self
+            .command(&format!(
+                "mkdir -p {dir} && cat > {part} && chmod 755 {part} && sha256sum {part} | cut -d' ' -f1"
+            ))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("running ssh")?;
+        let mut stdin = child.stdin.take().expect("piped");
+        let written = stdin.write_all(&bytes);
+        drop(stdin);
+        let out = child.wait_with_output().context("waiting for ssh")?;
+        self.check(&format!("upload {name}"), &out)?;
+        written.with_context(|| format!("host {}: sending {name}", self.host.name))?;
+        let got = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if got != hash {
+            let _ = self.run(&format!("rm -f {part}"));
+            bail!(
+                "host {}: {name} arrived with sha256 {got}, sent {hash}",
+                self.host.name
+            );
+        }
+        self.run(&format!("mv -f {part} {remote}"))?;
+        Ok((remote, true))
+    }
+
+    /// Reads the host's clock `rounds` times over one open channel (a shell
+    /// loop answering each line we send with the time: a new ssh command per
+    /// reading would put ssh's own start-up, tens of ms, into the round trip)
+    /// and keeps the reading with the smallest round trip, the least
+    /// uncertain, as NTP does.
+    pub fn clock_offset(&self, rounds: usize) -> anyhow::Result<ClockOffset> {
+        use std::io::{BufRead, BufReader};
+        let script = format!("while read -r _; do {}; done", clock_command());
+        let mut child = self
+            .command(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("running ssh")?;
+        let mut stdin = child.stdin.take().expect("piped");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut best: Option<ClockOffset> = None;
+        let mut line = String::new();
+        let mut failure = None;
+        for _ in 0..rounds.max(1) {
+            line.clear();
+            let t0 = now_secs();
+            if let Err(e) = stdin.write_all(b"\n").and_then(|()| stdin.flush()) {
+                failure = Some(format!("sending: {e}"));
+                break;
+            }
+            match stdout.read_line(&mut line) {
+                Ok(n) if n > 0 => {}
+                Ok(_) => {
+                    failure = Some("the clock loop ended".into());
+                    break;
+                }
+                Err(e) => {
+                    failure = Some(format!("reading: {e}"));
+                    break;
+                }
+            }
+            let t1 = now_secs();
+            let remote: f64 = match line.trim().parse() {
+                Ok(v) => v,
+                Err(_) => {
+                    failure = Some(format!("the clock read {:?}", line.trim()));
+                    break;
+                }
+            };
+            let reading = ClockOffset {
+                offset_ms: (remote - (t0 + t1) / 2.0) * 1000.0,
+                rtt_ms: (t1 - t0) * 1000.0,
+            };
+            if best.is_none_or(|b| reading.rtt_ms < b.rtt_ms) {
+                best = Some(reading);
+            }
+        }
+        drop(stdin);
+        let out = child.wait_with_output().context("waiting for ssh")?;
+        if let Some(why) = failure {
+            bail!(
+                "host {}: reading its clock: {why}: {}",
+                self.host.name,
+                tail(&out.stderr)
+            );
+        }
+        self.check("clock loop", &out)?;
+        Ok(best.expect("at least one round"))
+    }
+
+    /// Tells the master connection to exit.
+    pub fn close(&self) {
+        let _ = Command::new("ssh")
+            .args(self.options())
+            .args(["-O", "exit"])
+            .arg(self.destination())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Refuses a host whose clock is further from ours than `limit_ms`: the
+/// shards of several load hosts are merged by wall-clock interval, so an
+/// offset shifts them against each other.
+pub fn check_offset(host: &str, offset: ClockOffset, limit_ms: f64) -> anyhow::Result<()> {
+    if offset.offset_ms.abs() > limit_ms {
+        bail!(
+            "host {host}: its clock is {:+.1} ms from this machine's (round trip {:.1} ms), more than the {limit_ms} ms allowed: synchronise it (chrony or systemd-timesyncd) and run again",
+            offset.offset_ms,
+            offset.rtt_ms
+        );
+    }
+    Ok(())
+}
+
+fn now_secs() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// The last few lines of a command's stderr, on one line.
+fn tail(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines.len().saturating_sub(3);
+    let joined = lines[start..].join(" | ");
+    if joined.is_empty() {
+        "no message".into()
+    } else {
+        joined
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skewed_clock_is_refused_and_names_the_host() {
+        let skewed = ClockOffset {
+            offset_ms: -250.0,
+            rtt_ms: 0.4,
+        };
+        let err = check_offset("load2", skewed, 50.0).unwrap_err().to_string();
+        assert!(
+            err.starts_with("host load2: its clock is -250.0 ms"),
+            "{err}"
+        );
+        let fine = ClockOffset {
+            offset_ms: 3.0,
+            rtt_ms: 0.4,
+        };
+        assert!(check_offset("load2", fine, 50.0).is_ok());
+    }
+
+    #[test]
+    fn tail_keeps_the_last_lines_on_one_line() {
+        assert_eq!(tail(b"a\nb\n\nc\nd\n"), "b | c | d");
+        assert_eq!(tail(b""), "no message");
+    }
+}
