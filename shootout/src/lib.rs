@@ -6,6 +6,7 @@ pub mod calibrate;
 pub mod counter;
 pub mod emulator;
 pub mod host;
+pub mod hosts;
 pub mod load;
 pub mod memory;
 pub mod meta;

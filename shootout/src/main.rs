@@ -82,6 +82,15 @@ enum Cmd {
         #[arg(long, value_enum, default_value_t = shootout::build::Profile::Release)]
         build_profile: shootout::build::Profile,
     },
+    /// Check the remote hosts of FILE's [ssh] and [hosts.NAME] tables: one
+    /// ssh connection each, architecture, cores, kernel, clock offset
+    /// (refused above clock_limit), loadgen uploaded to load hosts.
+    Hosts {
+        file: PathBuf,
+        /// Build profile of the loadgen uploaded.
+        #[arg(long, value_enum, default_value_t = shootout::build::Profile::Release)]
+        build_profile: shootout::build::Profile,
+    },
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -145,6 +154,21 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Cmd::Hosts {
+            file,
+            build_profile,
+        } => match shootout::hosts::check_file(&file, build_profile) {
+            Ok(table) => {
+                print!("{table}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                for line in format!("{e:#}").lines() {
+                    eprintln!("shootout: {line}");
+                }
+                ExitCode::FAILURE
+            }
+        },
         Cmd::List { file } => match shootout::scenario::load(&file) {
             Ok(f) => match f.write_list(&mut std::io::stdout().lock()) {
                 // A reader that stops early (`| head`) is not an error.

@@ -156,6 +156,10 @@ struct RawFile {
     defaults: Settings,
     #[serde(default)]
     scenario: Vec<Settings>,
+    /// Remote hosts (see `crate::hosts`): checked by `shootout hosts`;
+    /// refused here until rows can run on them.
+    ssh: Option<Spanned<toml::Value>>,
+    hosts: Option<Spanned<toml::Value>>,
 }
 
 /// The `[paired]` table.
@@ -409,6 +413,12 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         let offset = e.span().map_or(0, |s| s.start);
         err(offset, e.message().to_string())
     })?;
+    if let Some(sp) = raw.ssh.as_ref().or(raw.hosts.as_ref()) {
+        return Err(err(
+            sp.span().start,
+            "rows cannot run on remote hosts yet: keep [ssh] and [hosts.NAME] in a hosts file, which `shootout hosts FILE` checks".into(),
+        ));
+    }
     if raw.scenario.is_empty() {
         return Err(err(0, "no [[scenario]]".into()));
     }
@@ -938,6 +948,7 @@ mod tests {
             ("baseline = \"a\"\n[paired]\nblock = \"5s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: [paired] needs design = \"paired\""),
             ("design = \"paired\"\nbaseline = \"a\"\n[paired]\nmin_blocks = 3\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:3: [paired] min_blocks must be even"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nspin_ns = 10\n", "t.toml:2: spin_ns needs the calibrate feature"),
+            ("[ssh]\nknown_hosts = \"k\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: rows cannot run on remote hosts yet"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nclient_timeout = 0\n", "t.toml:2: client_timeout = 0 needs the keepalive-os feature (the servers refuse it otherwise)"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = \"all\"\n", "t.toml:4: bad workers: \"all\": expected a number above 0, logical or physical"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = 0\n", "t.toml:4: bad workers"),

@@ -1,8 +1,8 @@
 //! OpenSSH sessions against real sshds in network namespaces standing for
 //! hosts (`scripts/netns-hosts`): preflight, upload by content hash, clock
 //! offset, a skewed clock refused, a host whose sshd stops named in the
-//! error, and nothing left behind. Needs root and openssh-server
-//! (`shootout setup --all`).
+//! error, `shootout hosts` on the file the script writes, and nothing left
+//! behind. Needs root and openssh-server (`shootout setup --all`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,12 +22,13 @@ struct Hosts {
 }
 
 impl Hosts {
-    fn up(dir: &Path, names: &str) -> Hosts {
+    /// `slot` keeps the hosts of this binary's tests apart.
+    fn up(dir: &Path, names: &str, slot: u32) -> Hosts {
         let pid = std::process::id();
         let hosts = Hosts {
             dir: dir.to_path_buf(),
-            prefix: format!("t{}", pid % 100_000),
-            net: 100 + pid % 100,
+            prefix: format!("t{slot}{}", pid % 100_000),
+            net: 100 + (pid * 2 + slot) % 150,
         };
         let out = Command::new(root().join("scripts/netns-hosts"))
             .arg("up")
@@ -109,7 +110,7 @@ fn sessions_check_upload_time_and_name_a_lost_host() {
         .prefix("sho")
         .tempdir_in("/tmp")
         .unwrap();
-    let hosts = Hosts::up(dir.path(), "alpha beta");
+    let hosts = Hosts::up(dir.path(), "alpha beta", 0);
     let control = dir.path().join("c");
     std::fs::create_dir(&control).unwrap();
     let settings = hosts.settings();
@@ -187,4 +188,60 @@ fn sessions_check_upload_time_and_name_a_lost_host() {
         "namespaces left: {left}"
     );
     assert!(!dir.path().join("netns-hosts.state").exists());
+}
+
+/// `shootout hosts` on the hosts.toml netns-hosts wrote: a table naming every
+/// host; then a host that is gone is named in one line and the command
+/// fails, and the other host's check still ran (its loadgen already there).
+#[test]
+fn the_hosts_command_checks_every_host_and_names_the_one_that_fails() {
+    let dir = tempfile::Builder::new()
+        .prefix("sho")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let hosts = Hosts::up(dir.path(), "server load1", 1);
+    let file = dir.path().join("hosts.toml");
+    let shootout = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_shootout"))
+            .args(args)
+            .arg(&file)
+            .args(["--build-profile", "dev"])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, table, err) = shootout(&["hosts"]);
+    assert_eq!(code, Some(0), "{err}");
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {table}"))
+            .to_string()
+    };
+    assert!(row("server ").contains(" server "), "{table}");
+    assert!(row("server ").ends_with(" -"), "{table}");
+    assert!(row("load1 ").contains(" load "), "{table}");
+    assert!(row("load1 ").contains("copied to "), "{table}");
+    let (_, again, _) = shootout(&["hosts"]);
+    assert!(
+        again
+            .lines()
+            .any(|l| l.starts_with("load1 ") && l.contains("already at ")),
+        "{again}"
+    );
+
+    hosts.stop_sshd("server");
+    let (code, _, err) = shootout(&["hosts"]);
+    assert_eq!(code, Some(1), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with("shootout: host server: ssh root@"),
+        "{err}"
+    );
 }

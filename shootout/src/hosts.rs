@@ -1,0 +1,379 @@
+//! `[ssh]` and `[hosts.NAME]`: the remote hosts a cross-host run uses, in a
+//! hosts file or a scenario file, and `shootout hosts FILE`, which checks
+//! them the way a run's first stage will: one ssh connection each, preflight
+//! (architecture, cores, kernel), the clock offset against this machine
+//! (refused above `clock_limit`), and loadgen uploaded to every load host.
+//!
+//! ```toml
+//! [ssh]
+//! identity = "keys/id_ed25519"       # relative to this file; else ssh's default keys
+//! known_hosts = "keys/known_hosts"   # required: host keys are checked strictly
+//! connect_timeout = "5s"
+//! clock_limit = "50ms"               # largest clock offset a host may have
+//!
+//! [hosts.app]
+//! address = "10.0.0.5"
+//! role = "server"                    # server, proxy or load
+//! user = "bench"                     # default: root
+//! port = 22
+//! workdir = "/home/bench/shootout"   # absolute; binaries go to its bin/
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::ssh::{self, ClockOffset, Preflight, RemoteHost, Session, SshSettings};
+
+/// What a host is for in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Server,
+    Proxy,
+    Load,
+}
+
+/// One `[hosts.NAME]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostEntry {
+    pub role: Role,
+    pub host: RemoteHost,
+}
+
+/// The remote hosts of a file, with the ssh settings they share.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Remote {
+    pub ssh: SshSettings,
+    /// Largest clock offset a host may have, in ms (default 50).
+    pub clock_limit_ms: f64,
+    /// In name order.
+    pub hosts: Vec<HostEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawFile {
+    ssh: Option<Spanned<RawSsh>>,
+    #[serde(default)]
+    hosts: BTreeMap<String, Spanned<RawHost>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSsh {
+    identity: Option<String>,
+    known_hosts: Option<String>,
+    connect_timeout: Option<Spanned<String>>,
+    clock_limit: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHost {
+    address: String,
+    role: Spanned<String>,
+    user: Option<String>,
+    port: Option<u16>,
+    workdir: Spanned<String>,
+}
+
+/// Reads the `[ssh]` and `[hosts.NAME]` tables of `path` (other tables are
+/// left to whoever reads the rest); `None` when it has neither. Errors are
+/// one line: `FILE:LINE: what`.
+pub fn load(path: &Path) -> anyhow::Result<Option<Remote>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    parse(path, &text)
+}
+
+/// [`load`] on text already read.
+pub fn parse(path: &Path, text: &str) -> anyhow::Result<Option<Remote>> {
+    let at = |offset: usize, what: String| {
+        let line = text[..offset.min(text.len())].matches('\n').count() + 1;
+        anyhow::anyhow!("{}:{line}: {what}", path.display())
+    };
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        at(
+            e.span().map_or(0, |s| s.start),
+            e.message().trim().to_string(),
+        )
+    })?;
+    let Some(raw_ssh) = raw.ssh else {
+        if let Some((_, host)) = raw.hosts.iter().next() {
+            return Err(at(
+                host.span().start,
+                "[hosts] need an [ssh] table (known_hosts at least)".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    if raw.hosts.is_empty() {
+        return Err(at(
+            raw_ssh.span().start,
+            "[ssh] without any [hosts.NAME]".into(),
+        ));
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let relative = |p: &str| -> PathBuf {
+        let p = Path::new(p);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            dir.join(p)
+        }
+    };
+    let ssh_at = raw_ssh.span().start;
+    let s = raw_ssh.into_inner();
+    let known_hosts = s.known_hosts.as_deref().map(relative).ok_or_else(|| {
+        at(
+            ssh_at,
+            "[ssh] needs known_hosts: host keys are checked strictly, never learnt".into(),
+        )
+    })?;
+    let duration = |v: &Option<Spanned<String>>, default: Duration| match v {
+        None => Ok(default),
+        Some(sp) => humantime::parse_duration(sp.get_ref()).map_err(|e| {
+            at(
+                sp.span().start,
+                format!("bad duration {:?}: {e}", sp.get_ref()),
+            )
+        }),
+    };
+    let ssh = SshSettings {
+        identity: s.identity.as_deref().map(relative),
+        known_hosts,
+        connect_timeout: duration(&s.connect_timeout, Duration::from_secs(5))?,
+    };
+    let clock_limit_ms = duration(&s.clock_limit, Duration::from_millis(50))?.as_secs_f64() * 1e3;
+    let mut hosts = Vec::new();
+    for (name, sp) in &raw.hosts {
+        let h = sp.get_ref();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(at(
+                sp.span().start,
+                format!("host name {name:?}: letters, digits, - and _ only"),
+            ));
+        }
+        let role = match h.role.get_ref().as_str() {
+            "server" => Role::Server,
+            "proxy" => Role::Proxy,
+            "load" => Role::Load,
+            other => {
+                return Err(at(
+                    h.role.span().start,
+                    format!("host {name}: role {other:?}: server, proxy or load"),
+                ))
+            }
+        };
+        let workdir = h.workdir.get_ref();
+        if !workdir.starts_with('/') || workdir.contains(char::is_whitespace) {
+            return Err(at(
+                h.workdir.span().start,
+                format!("host {name}: workdir must be an absolute path without spaces"),
+            ));
+        }
+        hosts.push(HostEntry {
+            role,
+            host: RemoteHost {
+                name: name.clone(),
+                address: h.address.clone(),
+                user: h.user.clone().unwrap_or_else(|| "root".into()),
+                port: h.port.unwrap_or(22),
+                workdir: workdir.trim_end_matches('/').to_string(),
+            },
+        });
+    }
+    Ok(Some(Remote {
+        ssh,
+        clock_limit_ms,
+        hosts,
+    }))
+}
+
+/// `shootout hosts FILE`: builds loadgen, checks every host, and returns the
+/// table to print.
+pub fn check_file(path: &Path, profile: crate::build::Profile) -> anyhow::Result<String> {
+    let Some(remote) = load(path)? else {
+        bail!("{}: no [ssh] and [hosts.NAME] tables", path.display());
+    };
+    let loadgen = crate::build::loadgen(&crate::build::workspace_root(), profile)?;
+    Ok(table(&check(&remote, &loadgen)?))
+}
+
+/// What the check found on one host.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Checked {
+    pub name: String,
+    pub role: Role,
+    pub address: String,
+    pub preflight: Preflight,
+    pub clock: ClockOffset,
+    /// Where loadgen is on a load host, and whether this check copied it.
+    pub loadgen: Option<(String, bool)>,
+}
+
+/// Checks every host (all of them, not stopping at the first failure): one
+/// ssh connection each, preflight, clock offset, loadgen uploaded to load
+/// hosts. The sessions are closed before returning. An error lists every
+/// host that failed, one line each.
+pub fn check(remote: &Remote, loadgen: &Path) -> anyhow::Result<Vec<Checked>> {
+    let control = tempfile::Builder::new()
+        .prefix("shootout-ssh")
+        .tempdir_in("/tmp")
+        .context("creating the ssh control directory")?;
+    let results: Vec<anyhow::Result<Checked>> = std::thread::scope(|scope| {
+        let jobs: Vec<_> = remote
+            .hosts
+            .iter()
+            .map(|entry| {
+                let control = control.path();
+                scope.spawn(move || check_one(remote, entry, loadgen, control))
+            })
+            .collect();
+        jobs.into_iter()
+            .map(|j| j.join().unwrap_or_else(|_| bail!("a host check panicked")))
+            .collect()
+    });
+    let mut ok = Vec::new();
+    let mut failed = Vec::new();
+    for r in results {
+        match r {
+            Ok(c) => ok.push(c),
+            Err(e) => failed.push(format!("{e:#}")),
+        }
+    }
+    if !failed.is_empty() {
+        bail!("{}", failed.join("\n"));
+    }
+    Ok(ok)
+}
+
+fn check_one(
+    remote: &Remote,
+    entry: &HostEntry,
+    loadgen: &Path,
+    control: &Path,
+) -> anyhow::Result<Checked> {
+    let session = Session::open(&entry.host, &remote.ssh, control)?;
+    let preflight = session.preflight()?;
+    let clock = session.clock_offset(8)?;
+    ssh::check_offset(&entry.host.name, clock, remote.clock_limit_ms)?;
+    let loadgen = match entry.role {
+        Role::Load => Some(session.upload(loadgen)?),
+        _ => None,
+    };
+    Ok(Checked {
+        name: entry.host.name.clone(),
+        role: entry.role,
+        address: entry.host.address.clone(),
+        preflight,
+        clock,
+        loadgen,
+    })
+}
+
+/// The table `shootout hosts` prints.
+pub fn table(checked: &[Checked]) -> String {
+    let mut out = String::from(
+        "host      role    address          arch     cores  kernel                    clock offset (rtt)   loadgen\n",
+    );
+    for c in checked {
+        let role = format!("{:?}", c.role).to_lowercase();
+        let loadgen = match &c.loadgen {
+            Some((path, true)) => format!("copied to {path}"),
+            Some((path, false)) => format!("already at {path}"),
+            None => "-".into(),
+        };
+        out.push_str(&format!(
+            "{:<9} {:<7} {:<16} {:<8} {:>5}  {:<25} {:>+8.2} ms ({:.2} ms)   {loadgen}\n",
+            c.name,
+            role,
+            c.address,
+            c.preflight.arch,
+            c.preflight.cores,
+            c.preflight.kernel,
+            c.clock.offset_ms,
+            c.clock.rtt_ms,
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(text: &str) -> anyhow::Result<Option<Remote>> {
+        parse(Path::new("/etc/shootout/h.toml"), text)
+    }
+
+    #[test]
+    fn hosts_with_defaults_and_relative_paths() {
+        let r = parse_str(
+            "[ssh]\nknown_hosts = \"kh\"\nidentity = \"/k/id\"\n\n[hosts.b]\naddress = \"10.0.0.2\"\nrole = \"load\"\nworkdir = \"/w/\"\n\n[hosts.a]\naddress = \"10.0.0.1\"\nrole = \"server\"\nuser = \"bench\"\nport = 2222\nworkdir = \"/srv/x\"\n",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(r.ssh.known_hosts, Path::new("/etc/shootout/kh"));
+        assert_eq!(r.ssh.identity.as_deref(), Some(Path::new("/k/id")));
+        assert_eq!(r.ssh.connect_timeout, Duration::from_secs(5));
+        assert!((r.clock_limit_ms - 50.0).abs() < 1e-9);
+        let names: Vec<_> = r.hosts.iter().map(|h| h.host.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(r.hosts[0].role, Role::Server);
+        assert_eq!(
+            (r.hosts[0].host.user.as_str(), r.hosts[0].host.port),
+            ("bench", 2222)
+        );
+        assert_eq!(
+            (r.hosts[1].host.user.as_str(), r.hosts[1].host.port),
+            ("root", 22)
+        );
+        assert_eq!(r.hosts[1].host.workdir, "/w");
+    }
+
+    #[test]
+    fn no_tables_is_none_and_bad_tables_are_one_line_errors() {
+        assert!(parse_str("title = \"x\"\n").unwrap().is_none());
+        for (text, want) in [
+            (
+                "[hosts.a]\naddress = \"x\"\nrole = \"load\"\nworkdir = \"/w\"\n",
+                "h.toml:1: [hosts] need an [ssh] table",
+            ),
+            ("[ssh]\nknown_hosts = \"k\"\n", "h.toml:1: [ssh] without any [hosts.NAME]"),
+            (
+                "[ssh]\nidentity = \"i\"\n[hosts.a]\naddress = \"x\"\nrole = \"load\"\nworkdir = \"/w\"\n",
+                "h.toml:1: [ssh] needs known_hosts",
+            ),
+            (
+                "[ssh]\nknown_hosts = \"k\"\n[hosts.a]\naddress = \"x\"\nrole = \"client\"\nworkdir = \"/w\"\n",
+                "h.toml:5: host a: role \"client\": server, proxy or load",
+            ),
+            (
+                "[ssh]\nknown_hosts = \"k\"\n[hosts.a]\naddress = \"x\"\nrole = \"load\"\nworkdir = \"w\"\n",
+                "h.toml:6: host a: workdir must be an absolute path",
+            ),
+            (
+                "[ssh]\nknown_hosts = \"k\"\nclock_limit = \"soon\"\n[hosts.a]\naddress = \"x\"\nrole = \"load\"\nworkdir = \"/w\"\n",
+                "h.toml:3: bad duration \"soon\"",
+            ),
+            (
+                "[ssh]\nknown_hosts = \"k\"\n[hosts.a]\naddress = \"x\"\nrole = \"load\"\nworkdir = \"/w\"\nsecret = 1\n",
+                "h.toml:7: unknown field `secret`",
+            ),
+        ] {
+            let err = parse_str(text).unwrap_err().to_string();
+            assert!(err.starts_with("/etc/shootout/"), "{err}");
+            assert!(err.contains(want), "{err} (wanted {want})");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+    }
+}
