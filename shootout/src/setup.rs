@@ -336,6 +336,10 @@ fn apt(env: &Env, args: &[&str]) -> anyhow::Result<()> {
     let out = Command::new(&env.apt_get)
         .args(args)
         .env("DEBIAN_FRONTEND", "noninteractive")
+        // Debian's maintainer scripts start no service in runlevel 1: the
+        // packages installed here (nginx, openssh-server) are only run by
+        // the runner and the tests, in their own prefixes and namespaces.
+        .env("RUNLEVEL", "1")
         .stdin(Stdio::null())
         .output()
         .with_context(|| format!("running {}", env.apt_get.display()))?;
