@@ -16,6 +16,7 @@ pub mod output;
 pub mod paired;
 pub mod procs;
 pub mod record;
+pub mod remote;
 pub mod scenario;
 pub mod sequential;
 pub mod setup;

@@ -59,11 +59,13 @@ fn clock_command() -> String {
 }
 
 /// An open, multiplexed connection to one host. Closed (the master told to
-/// exit) on drop.
+/// exit) when the session that opened it drops; a [`Session::handle`] only
+/// uses it.
 pub struct Session {
     pub host: RemoteHost,
     settings: SshSettings,
     control: PathBuf,
+    owner: bool,
 }
 
 impl Session {
@@ -78,6 +80,7 @@ impl Session {
             host: host.clone(),
             settings: settings.clone(),
             control: control_dir.join(format!("{}.sock", host.name)),
+            owner: true,
         };
         let mut cmd = Command::new("ssh");
         cmd.args(session.options())
@@ -100,6 +103,17 @@ impl Session {
             );
         }
         Ok(session)
+    }
+
+    /// Another handle on the same connection (for a remote process to stop
+    /// itself with); dropping it leaves the connection open.
+    pub fn handle(&self) -> Session {
+        Session {
+            host: self.host.clone(),
+            settings: self.settings.clone(),
+            control: self.control.clone(),
+            owner: false,
+        }
     }
 
     fn destination(&self) -> String {
@@ -322,7 +336,9 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        self.close();
+        if self.owner {
+            self.close();
+        }
     }
 }
 
@@ -350,12 +366,24 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// `s` quoted for a POSIX shell.
+pub fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@+%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
 /// The last few lines of a command's stderr, on one line.
-fn tail(stderr: &[u8]) -> String {
+pub(crate) fn tail(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let start = lines.len().saturating_sub(3);
@@ -387,6 +415,25 @@ mod tests {
             rtt_ms: 0.4,
         };
         assert!(check_offset("load2", fine, 50.0).is_ok());
+    }
+
+    #[test]
+    fn quoting_survives_the_shell() {
+        for s in [
+            "plain",
+            "two words",
+            "it's",
+            "$HOME",
+            "",
+            "a'b'c",
+            "--bind=1.2.3.4:0",
+        ] {
+            let out = Command::new("sh")
+                .args(["-c", &format!("printf %s {}", quote(s))])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), s);
+        }
     }
 
     #[test]

@@ -245,3 +245,141 @@ fn the_hosts_command_checks_every_host_and_names_the_one_that_fails() {
         "{err}"
     );
 }
+
+/// The pieces of a cross-host run, by hand: actix-server started on the
+/// server host (its start-up line read through ssh), loadgen on two load
+/// hosts with one start barrier (`--start-at`) and their shards streamed
+/// back, remote CPU and peak RSS, a graceful stop (exit 0), and a process
+/// still running when its handle drops killed on its host.
+#[test]
+fn a_server_and_two_loadgens_on_three_hosts() {
+    use shootout::remote::RemoteProc;
+    use std::process::Stdio;
+
+    let dir = tempfile::Builder::new()
+        .prefix("sho")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let hosts = Hosts::up(dir.path(), "server load1 load2", 2);
+    let control = dir.path().join("c");
+    std::fs::create_dir(&control).unwrap();
+    let settings = hosts.settings();
+    let open =
+        |name: &str, i: u32| Session::open(&hosts.host(name, i), &settings, &control).unwrap();
+    let (server, load1, load2) = (open("server", 1), open("load1", 2), open("load2", 3));
+
+    let root = root();
+    let build = Command::new("cargo")
+        .current_dir(&root)
+        .args(["build", "--quiet", "-p", "shootout-actix", "-p", "loadgen"])
+        .status()
+        .unwrap();
+    assert!(build.success());
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let (server_bin, _) = server.upload(&target.join("debug/actix-server")).unwrap();
+    let addr = hosts.host("server", 1).address;
+    let argv = [
+        server_bin,
+        "--bind".into(),
+        format!("{addr}:0"),
+        "--workers".into(),
+        "1".into(),
+    ];
+    let mut app = RemoteProc::spawn(&server, &argv, Stdio::null()).unwrap();
+    let line = app
+        .wait_line(Duration::from_secs(15), |l| l.contains(" listening addr="))
+        .unwrap();
+    let listen = line
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("addr="))
+        .unwrap()
+        .to_string();
+    assert!(listen.starts_with(&format!("{addr}:")), "{line}");
+
+    let mut bins = Vec::new();
+    for session in [&load1, &load2] {
+        let (bin, copied) = session.upload(&target.join("debug/loadgen")).unwrap();
+        assert!(copied);
+        bins.push(bin);
+    }
+    let start_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 2000;
+    let mut loads = Vec::new();
+    for ((session, name), bin) in [(&load1, "load1"), (&load2, "load2")]
+        .into_iter()
+        .zip(&bins)
+    {
+        let shard = std::fs::File::create(dir.path().join(format!("{name}.jsonl"))).unwrap();
+        let argv: Vec<String> = [
+            bin.as_str(),
+            "-c",
+            "4",
+            "-d",
+            "2s",
+            "--format",
+            "jsonl",
+            "--shard",
+            name,
+            "--start-at",
+            &start_at.to_string(),
+            &format!("http://{listen}/"),
+        ]
+        .map(String::from)
+        .to_vec();
+        loads.push(RemoteProc::spawn(session, &argv, Stdio::from(shard)).unwrap());
+    }
+    for l in &mut loads {
+        let status = l.wait(Duration::from_secs(30)).expect("loadgen ended");
+        assert!(status.success(), "{:?}", l.stderr());
+    }
+    // Both shards: records tagged with their shard, their intervals
+    // starting at the barrier (the same instant on both, as their clocks
+    // are one clock here), 2xx counted.
+    let mut starts = Vec::new();
+    for name in ["load1", "load2"] {
+        let text = std::fs::read_to_string(dir.path().join(format!("{name}.jsonl"))).unwrap();
+        let records: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let first = &records[0];
+        assert_eq!(
+            (first["type"].as_str(), first["shard"].as_str()),
+            (Some("interval"), Some(name))
+        );
+        let summary = records.last().unwrap();
+        assert_eq!(summary["type"], "summary", "{text}");
+        assert!(summary["ok"].as_u64().unwrap() > 0, "{summary}");
+        starts.push(first["start_unix_ms"].as_u64().unwrap());
+    }
+    for s in &starts {
+        assert!(
+            s.abs_diff(start_at as u64) < 100,
+            "{starts:?} against {start_at}"
+        );
+    }
+
+    let usage = app.usage().unwrap();
+    assert!(usage.cpu_s > 0.0 && usage.peak_rss_kib > 1000, "{usage:?}");
+    let status = app.stop(Duration::from_secs(10)).unwrap().expect("stopped");
+    assert!(status.success(), "{status:?}: {:?}", app.stderr());
+    assert!(!app.alive_there().unwrap());
+
+    // A process still running when its handle drops is killed on its host.
+    let argv: Vec<String> = ["sleep", "60"].map(String::from).to_vec();
+    let long = RemoteProc::spawn(&load1, &argv, Stdio::null()).unwrap();
+    let pid = long.pid;
+    assert!(long.alive_there().unwrap());
+    drop(long);
+    let gone = load1
+        .run(&format!(
+            "kill -0 {pid} 2>/dev/null && echo alive || echo gone"
+        ))
+        .unwrap();
+    assert_eq!(gone.trim(), "gone");
+}

@@ -1,0 +1,236 @@
+//! A process on a remote host, started over a [`Session`]: its remote pid,
+//! its stderr lines as they arrive, its stdout wherever the caller sends it
+//! (a loadgen shard streams straight into the results file), its CPU time
+//! and peak RSS from the host's /proc, and a stop that SIGTERMs it there,
+//! waits, and SIGKILLs it if it has to. Dropping one that still runs kills
+//! it on its host, so nothing the runner started outlives it there.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ExitStatus, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use crate::ssh::{quote, tail, Session};
+
+/// Marks the line the wrapper prints before `exec`: the remote pid.
+const PID_MARK: &str = "shootout-remote-pid ";
+
+/// A running remote process.
+pub struct RemoteProc {
+    ssh: Session,
+    pub pid: u32,
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    rx: mpsc::Receiver<String>,
+    exit: Option<ExitStatus>,
+}
+
+/// CPU time and peak resident memory of a remote process.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Usage {
+    pub cpu_s: f64,
+    pub peak_rss_kib: u64,
+}
+
+impl RemoteProc {
+    /// Starts `argv` on `session`'s host, in its workdir, with stdout to
+    /// `stdout`; returns once the remote pid is known.
+    pub fn spawn(session: &Session, argv: &[String], stdout: Stdio) -> anyhow::Result<RemoteProc> {
+        let line: Vec<String> = argv.iter().map(|a| quote(a)).collect();
+        let script = format!(
+            "mkdir -p {wd} && cd {wd} && echo {PID_MARK}$$ >&2 && exec {}",
+            line.join(" "),
+            wd = quote(&session.host.workdir),
+        );
+        let mut child = session
+            .command(&script)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("running ssh")?;
+        let stderr = child.stderr.take().expect("piped");
+        let (tx, rx) = mpsc::channel();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&lines);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Ok(mut k) = kept.lock() {
+                    if k.len() < 200 {
+                        k.push(line.clone());
+                    }
+                }
+                let _ = tx.send(line);
+            }
+        });
+        let name = &session.host.name;
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let pid = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(l) => {
+                    if let Some(p) = l.strip_prefix(PID_MARK) {
+                        break p
+                            .trim()
+                            .parse::<u32>()
+                            .with_context(|| format!("host {name}: the wrapper printed {l:?}"))?;
+                    }
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    let out = child.wait_with_output();
+                    let seen = lines.lock().map(|l| l.join("\n")).unwrap_or_default();
+                    bail!(
+                        "host {name}: `{}` did not start ({:?}): {}",
+                        argv.first().map_or("", String::as_str),
+                        out.map(|o| o.status).ok(),
+                        tail(seen.as_bytes())
+                    );
+                }
+            }
+        };
+        Ok(RemoteProc {
+            ssh: session.handle(),
+            pid,
+            child,
+            lines,
+            rx,
+            exit: None,
+        })
+    }
+
+    /// Waits up to `timeout` for a stderr line that `pred` accepts.
+    pub fn wait_line(
+        &mut self,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> anyhow::Result<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(l) if pred(&l) => return Ok(l),
+                Ok(_) => {}
+                Err(_) => bail!(
+                    "host {}: no such line within {timeout:?}; stderr: {}",
+                    self.ssh.host.name,
+                    tail(self.stderr().join("\n").as_bytes())
+                ),
+            }
+        }
+    }
+
+    /// The first 200 stderr lines so far.
+    pub fn stderr(&self) -> Vec<String> {
+        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// CPU seconds and peak RSS from the host's /proc.
+    pub fn usage(&self) -> anyhow::Result<Usage> {
+        let text = self.ssh.run(&format!(
+            "cat /proc/{pid}/stat; grep VmHWM /proc/{pid}/status; getconf CLK_TCK",
+            pid = self.pid
+        ))?;
+        parse_usage(&text)
+            .with_context(|| format!("host {}: reading /proc/{}", self.ssh.host.name, self.pid))
+    }
+
+    /// Waits for the process to end by itself, up to `timeout`; its exit
+    /// status as ssh reports it, or `None` if it still runs.
+    pub fn wait(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while self.exit.is_none() {
+            self.exit = self.child.try_wait().ok().flatten();
+            if self.exit.is_some() || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.exit
+    }
+
+    /// SIGTERM on its host, up to `grace` to exit, then SIGKILL. The exit
+    /// status, or an error naming the host when it cannot be reached.
+    pub fn stop(&mut self, grace: Duration) -> anyhow::Result<Option<ExitStatus>> {
+        if let Some(s) = self.wait(Duration::ZERO) {
+            return Ok(Some(s));
+        }
+        self.ssh
+            .run(&format!("kill -TERM {} 2>/dev/null || true", self.pid))?;
+        if let Some(s) = self.wait(grace) {
+            return Ok(Some(s));
+        }
+        self.ssh
+            .run(&format!("kill -KILL {} 2>/dev/null || true", self.pid))?;
+        let _ = self.child.kill();
+        Ok(self.wait(Duration::from_secs(5)))
+    }
+
+    /// True while the process exists on its host.
+    pub fn alive_there(&self) -> anyhow::Result<bool> {
+        let out = self.ssh.run(&format!(
+            "kill -0 {} 2>/dev/null && echo yes || echo no",
+            self.pid
+        ))?;
+        Ok(out.trim() == "yes")
+    }
+}
+
+impl Drop for RemoteProc {
+    fn drop(&mut self) {
+        if self.wait(Duration::ZERO).is_none() {
+            let _ = self
+                .ssh
+                .run(&format!("kill -KILL {} 2>/dev/null || true", self.pid));
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// `/proc/PID/stat`, the `VmHWM:` line and `getconf CLK_TCK`, as `usage`
+/// reads them.
+fn parse_usage(text: &str) -> anyhow::Result<Usage> {
+    let mut lines = text.lines();
+    let stat = lines.next().context("no stat line")?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')').context("no ) in stat")? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+    let ticks: f64 = fields
+        .get(11)
+        .zip(fields.get(12))
+        .context("short stat line")
+        .and_then(|(u, s)| Ok(u.parse::<f64>()? + s.parse::<f64>()?))?;
+    let hwm = lines.next().context("no VmHWM line")?;
+    let peak_rss_kib = hwm
+        .split_whitespace()
+        .nth(1)
+        .context("bad VmHWM line")?
+        .parse()?;
+    let hz: f64 = lines.next().context("no CLK_TCK")?.trim().parse()?;
+    Ok(Usage {
+        cpu_s: ticks / hz,
+        peak_rss_kib,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_from_proc_text() {
+        let text = "4242 (actix server) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 150 0 0 20 0 3 0 100 0 0\nVmHWM:\t   12345 kB\n100\n";
+        assert_eq!(
+            parse_usage(text).unwrap(),
+            Usage {
+                cpu_s: 4.0,
+                peak_rss_kib: 12345
+            }
+        );
+        assert!(parse_usage("garbage").is_err());
+    }
+}
