@@ -138,6 +138,7 @@ fn scenario(name: &str, label: &str, o: &CalibrateOptions) -> Scenario {
         libc: crate::scenario::Libc::Glibc,
         spin_ns: None,
         client_timeout: None,
+        hosts: None,
         original: None,
     }
 }

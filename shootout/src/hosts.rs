@@ -92,10 +92,17 @@ pub fn load(path: &Path) -> anyhow::Result<Option<Remote>> {
 
 /// [`load`] on text already read.
 pub fn parse(path: &Path, text: &str) -> anyhow::Result<Option<Remote>> {
-    let at = |offset: usize, what: String| {
+    parse_spanned(path, text).map_err(|(offset, what)| {
         let line = text[..offset.min(text.len())].matches('\n').count() + 1;
         anyhow::anyhow!("{}:{line}: {what}", path.display())
-    };
+    })
+}
+
+/// [`parse`] with errors as (byte offset, message), for the scenario parser
+/// to report as it reports its own. Relative paths are taken from `path`'s
+/// directory.
+pub fn parse_spanned(path: &Path, text: &str) -> Result<Option<Remote>, (usize, String)> {
+    let at = |offset: usize, what: String| (offset, what);
     let raw: RawFile = toml::from_str(text).map_err(|e| {
         at(
             e.span().map_or(0, |s| s.start),
@@ -208,6 +215,89 @@ pub fn check_file(path: &Path, profile: crate::build::Profile) -> anyhow::Result
     Ok(table(&check(&remote, &loadgen)?))
 }
 
+/// The hosts one row runs on (`server_host`, `proxy_host`, `load_hosts`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RowHosts {
+    pub server: String,
+    pub proxy: Option<String>,
+    /// Each runs one loadgen with its share of the connections and rate.
+    pub load: Vec<String>,
+}
+
+/// A row's host keys checked against the file's hosts and roles; `None`
+/// for a local row. Errors carry the key's offset when there is one.
+pub fn row_hosts(
+    remote: Option<&Remote>,
+    server: Option<&Spanned<String>>,
+    proxy: Option<&Spanned<String>>,
+    load: Option<&Spanned<Vec<String>>>,
+    has_proxy: bool,
+) -> Result<Option<RowHosts>, (Option<usize>, String)> {
+    let first = server
+        .map(|s| ("server_host", s.span().start))
+        .or(proxy.map(|s| ("proxy_host", s.span().start)))
+        .or(load.map(|s| ("load_hosts", s.span().start)));
+    let Some((key, key_at)) = first else {
+        return Ok(None);
+    };
+    let Some(remote) = remote else {
+        return Err((
+            Some(key_at),
+            format!("{key} needs [ssh] and [hosts.NAME] tables"),
+        ));
+    };
+    let role_of = |name: &str, at: usize, want: Role| -> Result<String, (Option<usize>, String)> {
+        match remote.hosts.iter().find(|h| h.host.name == name) {
+            None => Err((Some(at), format!("no [hosts.{name}]"))),
+            Some(h) if h.role != want => Err((
+                Some(at),
+                format!("host {name} has role {:?}, not {want:?}", h.role),
+            )),
+            Some(_) => Ok(name.to_string()),
+        }
+    };
+    let Some(server) = server else {
+        return Err((
+            Some(key_at),
+            "a row on remote hosts needs server_host".into(),
+        ));
+    };
+    let server = role_of(server.get_ref(), server.span().start, Role::Server)?;
+    let proxy = match (proxy, has_proxy) {
+        (Some(p), true) => Some(role_of(p.get_ref(), p.span().start, Role::Proxy)?),
+        (None, true) => {
+            return Err((
+                Some(key_at),
+                "a remote row with proxy needs proxy_host".into(),
+            ))
+        }
+        (Some(p), false) => return Err((Some(p.span().start), "proxy_host without proxy".into())),
+        (None, false) => None,
+    };
+    let Some(load) = load.filter(|l| !l.get_ref().is_empty()) else {
+        return Err((
+            Some(key_at),
+            "a row on remote hosts needs load_hosts (one or more)".into(),
+        ));
+    };
+    let mut loads = Vec::new();
+    for name in load.get_ref() {
+        let name = role_of(name, load.span().start, Role::Load)?;
+        if loads.contains(&name) {
+            return Err((
+                Some(load.span().start),
+                format!("load host {name} named twice"),
+            ));
+        }
+        loads.push(name);
+    }
+    Ok(Some(RowHosts {
+        server,
+        proxy,
+        load: loads,
+    }))
+}
+
 /// What the check found on one host.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Checked {
@@ -220,16 +310,34 @@ pub struct Checked {
     pub loadgen: Option<(String, bool)>,
 }
 
-/// Checks every host (all of them, not stopping at the first failure): one
-/// ssh connection each, preflight, clock offset, loadgen uploaded to load
-/// hosts. The sessions are closed before returning. An error lists every
-/// host that failed, one line each.
-pub fn check(remote: &Remote, loadgen: &Path) -> anyhow::Result<Vec<Checked>> {
+/// Open sessions to every host of a file, checked. The sessions close
+/// before their control directory goes (field order).
+pub struct Connected {
+    pub hosts: Vec<(HostEntry, Session, Checked)>,
+    _control: tempfile::TempDir,
+}
+
+impl Connected {
+    /// The session to host `name`.
+    pub fn session(&self, name: &str) -> anyhow::Result<&Session> {
+        self.hosts
+            .iter()
+            .find(|(e, _, _)| e.host.name == name)
+            .map(|(_, s, _)| s)
+            .with_context(|| format!("no session to host {name}"))
+    }
+}
+
+/// Connects to every host at once (all of them, not stopping at the first
+/// failure): one ssh connection each, preflight, clock offset, loadgen
+/// uploaded to load hosts. An error lists every host that failed, one line
+/// each, and closes the others.
+pub fn connect(remote: &Remote, loadgen: &Path) -> anyhow::Result<Connected> {
     let control = tempfile::Builder::new()
         .prefix("shootout-ssh")
         .tempdir_in("/tmp")
         .context("creating the ssh control directory")?;
-    let results: Vec<anyhow::Result<Checked>> = std::thread::scope(|scope| {
+    let results: Vec<anyhow::Result<(Session, Checked)>> = std::thread::scope(|scope| {
         let jobs: Vec<_> = remote
             .hosts
             .iter()
@@ -244,16 +352,25 @@ pub fn check(remote: &Remote, loadgen: &Path) -> anyhow::Result<Vec<Checked>> {
     });
     let mut ok = Vec::new();
     let mut failed = Vec::new();
-    for r in results {
+    for (entry, r) in remote.hosts.iter().zip(results) {
         match r {
-            Ok(c) => ok.push(c),
+            Ok((session, checked)) => ok.push((entry.clone(), session, checked)),
             Err(e) => failed.push(format!("{e:#}")),
         }
     }
     if !failed.is_empty() {
         bail!("{}", failed.join("\n"));
     }
-    Ok(ok)
+    Ok(Connected {
+        hosts: ok,
+        _control: control,
+    })
+}
+
+/// [`connect`], then close: what `shootout hosts` reports.
+pub fn check(remote: &Remote, loadgen: &Path) -> anyhow::Result<Vec<Checked>> {
+    let connected = connect(remote, loadgen)?;
+    Ok(connected.hosts.iter().map(|(_, _, c)| c.clone()).collect())
 }
 
 fn check_one(
@@ -261,7 +378,7 @@ fn check_one(
     entry: &HostEntry,
     loadgen: &Path,
     control: &Path,
-) -> anyhow::Result<Checked> {
+) -> anyhow::Result<(Session, Checked)> {
     let session = Session::open(&entry.host, &remote.ssh, control)?;
     let preflight = session.preflight()?;
     let clock = session.clock_offset(8)?;
@@ -270,14 +387,15 @@ fn check_one(
         Role::Load => Some(session.upload(loadgen)?),
         _ => None,
     };
-    Ok(Checked {
+    let checked = Checked {
         name: entry.host.name.clone(),
         role: entry.role,
         address: entry.host.address.clone(),
         preflight,
         clock,
         loadgen,
-    })
+    };
+    Ok((session, checked))
 }
 
 /// The table `shootout hosts` prints.

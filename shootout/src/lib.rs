@@ -10,6 +10,7 @@ pub mod hosts;
 pub mod load;
 pub mod memory;
 pub mod meta;
+pub mod multihost;
 pub mod netns;
 pub mod nginx;
 pub mod output;
@@ -179,6 +180,16 @@ pub fn run_file(
     }
 
     let mut meta = meta::Meta::collect(&root, file);
+    // Remote rows: every host of the file connected and checked once, before
+    // any row runs; a host that fails stops the run here, named.
+    let remote = match &file.remote {
+        Some(r) if scenarios.iter().any(|s| s.hosts.is_some()) => {
+            let connected = hosts::connect(r, &loadgen)?;
+            meta.hosts = connected.hosts.iter().map(|(_, _, c)| c.clone()).collect();
+            Some(connected)
+        }
+        _ => None,
+    };
     let run = Prepared {
         root: &root,
         dir: &dir,
@@ -186,6 +197,7 @@ pub fn run_file(
         loadgen: &loadgen,
         binaries: &binaries,
         stop,
+        remote: remote.as_ref(),
     };
     let outcome = match &design {
         Design::Sequential => run_sequential(&run, &scenarios, &mut meta)?,
@@ -207,6 +219,8 @@ struct Prepared<'a> {
     loadgen: &'a Path,
     binaries: &'a HashMap<String, PathBuf>,
     stop: &'a Arc<AtomicBool>,
+    /// The remote hosts' sessions, when rows run on them.
+    remote: Option<&'a hosts::Connected>,
 }
 
 fn run_sequential(
@@ -241,7 +255,10 @@ fn run_sequential(
             ns_index: i,
             stop,
         };
-        let (rec, stopped) = sequential::run(&job);
+        let (rec, stopped) = match run.remote {
+            Some(hosts) if s.hosts.is_some() => multihost::run(&job, hosts),
+            _ => sequential::run(&job),
+        };
         print_row(&rec, s.repetitions);
         rows.push(rec);
         meta.rows = rows.clone();

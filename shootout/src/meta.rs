@@ -33,6 +33,9 @@ pub struct Meta {
     /// Memory rows: one record per repetition (also in the table directory).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<analysis::memory::MemoryRecord>,
+    /// Remote hosts: what preflight found and each clock offset.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::hosts::Checked>,
 }
 
 /// A command's trimmed stdout when it succeeds.
@@ -118,6 +121,7 @@ impl Meta {
             rows: Vec::new(),
             paired: Vec::new(),
             memory: Vec::new(),
+            hosts: Vec::new(),
         }
     }
 

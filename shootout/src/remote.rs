@@ -162,8 +162,7 @@ impl RemoteProc {
         if let Some(s) = self.wait(grace) {
             return Ok(Some(s));
         }
-        self.ssh
-            .run(&format!("kill -KILL {} 2>/dev/null || true", self.pid))?;
+        self.ssh.run(&kill_tree(self.pid))?;
         let _ = self.child.kill();
         Ok(self.wait(Duration::from_secs(5)))
     }
@@ -181,13 +180,24 @@ impl RemoteProc {
 impl Drop for RemoteProc {
     fn drop(&mut self) {
         if self.wait(Duration::ZERO).is_none() {
+            // SIGTERM first, so that a parent (nginx's master) takes its
+            // children with it; then SIGKILL to the process and its children.
             let _ = self
                 .ssh
-                .run(&format!("kill -KILL {} 2>/dev/null || true", self.pid));
+                .run(&format!("kill -TERM {} 2>/dev/null || true", self.pid));
+            if self.wait(Duration::from_secs(2)).is_none() {
+                let _ = self.ssh.run(&kill_tree(self.pid));
+            }
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
     }
+}
+
+/// SIGKILL to `pid`'s children, then to it: nginx's workers would outlive a
+/// killed master.
+fn kill_tree(pid: u32) -> String {
+    format!("pkill -KILL -P {pid} 2>/dev/null; kill -KILL {pid} 2>/dev/null; true")
 }
 
 /// `/proc/PID/stat`, the `VmHWM:` line and `getconf CLK_TCK`, as `usage`

@@ -140,6 +140,10 @@ pub struct Settings {
     pub libc: Option<Libc>,
     /// The figure a published study gave for this row, to set ours beside.
     pub original: Option<Spanned<analysis::Original>>,
+    /// Remote rows: the `[hosts.NAME]` the server, nginx and loadgens run on.
+    pub server_host: Option<Spanned<String>>,
+    pub proxy_host: Option<Spanned<String>>,
+    pub load_hosts: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -156,10 +160,11 @@ struct RawFile {
     defaults: Settings,
     #[serde(default)]
     scenario: Vec<Settings>,
-    /// Remote hosts (see `crate::hosts`): checked by `shootout hosts`;
-    /// refused here until rows can run on them.
-    ssh: Option<Spanned<toml::Value>>,
-    hosts: Option<Spanned<toml::Value>>,
+    /// Remote hosts: accepted here, read by `crate::hosts`.
+    #[serde(rename = "ssh")]
+    _ssh: Option<toml::Value>,
+    #[serde(rename = "hosts")]
+    _hosts: Option<toml::Value>,
 }
 
 /// The `[paired]` table.
@@ -298,6 +303,8 @@ pub struct Scenario {
     pub client_timeout: Option<u16>,
     pub libc: Libc,
     pub original: Option<analysis::Original>,
+    /// Set for rows on remote hosts (`server_host`, `load_hosts`…).
+    pub hosts: Option<crate::hosts::RowHosts>,
 }
 
 /// A parsed scenario file.
@@ -310,6 +317,8 @@ pub struct ScenarioFile {
     pub baseline: Option<String>,
     pub design: Design,
     pub scenarios: Vec<Scenario>,
+    /// `[ssh]` and `[hosts.NAME]`, when the file has them.
+    pub remote: Option<crate::hosts::Remote>,
 }
 
 impl ScenarioFile {
@@ -413,12 +422,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         let offset = e.span().map_or(0, |s| s.start);
         err(offset, e.message().to_string())
     })?;
-    if let Some(sp) = raw.ssh.as_ref().or(raw.hosts.as_ref()) {
-        return Err(err(
-            sp.span().start,
-            "rows cannot run on remote hosts yet: keep [ssh] and [hosts.NAME] in a hosts file, which `shootout hosts FILE` checks".into(),
-        ));
-    }
+    let remote = crate::hosts::parse_spanned(path, text).map_err(|(at, m)| err(at, m))?;
     if raw.scenario.is_empty() {
         return Err(err(0, "no [[scenario]]".into()));
     }
@@ -562,6 +566,26 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         if spin_ns.is_some() && !features.iter().any(|f| f == "calibrate") {
             return Err(err(at, "spin_ns needs the calibrate feature".into()));
         }
+        let hosts = crate::hosts::row_hosts(
+            remote.as_ref(),
+            o.server_host.as_ref().or(d.server_host.as_ref()),
+            o.proxy_host.as_ref().or(d.proxy_host.as_ref()),
+            o.load_hosts.as_ref().or(d.load_hosts.as_ref()),
+            proxy.is_some(),
+        )
+        .map_err(|(a, m)| err(a.unwrap_or(at), m))?;
+        if hosts.is_some() && topology != Topology::Loopback {
+            return Err(err(
+                at,
+                "a row on remote hosts has no topology: its hosts are the placement".into(),
+            ));
+        }
+        if hosts.is_some() && log != LogSink::None {
+            return Err(err(
+                at,
+                "a row on remote hosts logs to none (its stdout is not carried back)".into(),
+            ));
+        }
         let client_timeout = o.client_timeout.or(d.client_timeout);
         if client_timeout == Some(0) && !features.iter().any(|f| f == "keepalive-os") {
             return Err(err(
@@ -624,6 +648,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
                 .max(1),
             spin_ns,
             client_timeout,
+            hosts,
             libc: o.libc.or(d.libc).unwrap_or_default(),
             original: match &o.original {
                 Some(sp) => match sp.get_ref().problem() {
@@ -687,6 +712,17 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             "[paired] needs design = \"paired\"".into(),
         ));
     }
+    if !matches!(design, Design::Sequential) || raw.kind.is_some() {
+        if let Some(s) = scenarios.iter().find(|s| s.hosts.is_some()) {
+            return Err(err(
+                0,
+                format!(
+                    "row {:?} is on remote hosts: those run in the sequential design only, for now",
+                    s.name
+                ),
+            ));
+        }
+    }
     let design = match raw.kind.as_ref().map(|k| (k.get_ref().as_str(), k.span())) {
         None | Some(("throughput", _)) => {
             if let Some(m) = &raw.memory {
@@ -725,6 +761,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         baseline: raw.baseline.map(Spanned::into_inner),
         design,
         scenarios,
+        remote,
     })
 }
 
@@ -948,7 +985,7 @@ mod tests {
             ("baseline = \"a\"\n[paired]\nblock = \"5s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: [paired] needs design = \"paired\""),
             ("design = \"paired\"\nbaseline = \"a\"\n[paired]\nmin_blocks = 3\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:3: [paired] min_blocks must be even"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nspin_ns = 10\n", "t.toml:2: spin_ns needs the calibrate feature"),
-            ("[ssh]\nknown_hosts = \"k\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: rows cannot run on remote hosts yet"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nserver_host = \"x\"\n", "t.toml:4: server_host needs [ssh] and [hosts.NAME] tables"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nclient_timeout = 0\n", "t.toml:2: client_timeout = 0 needs the keepalive-os feature (the servers refuse it otherwise)"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = \"all\"\n", "t.toml:4: bad workers: \"all\": expected a number above 0, logical or physical"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = 0\n", "t.toml:4: bad workers"),

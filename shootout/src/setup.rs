@@ -114,13 +114,16 @@ pub fn all() -> Vec<Need> {
 pub fn needs_of<'a>(rows: impl IntoIterator<Item = &'a Scenario>) -> Vec<Need> {
     let mut needs = Vec::new();
     for s in rows {
-        if s.proxy.is_some() {
+        if s.hosts.is_some() {
+            // nginx and taskset run on the hosts; here only ssh.
+            needs.push(SSH);
+        } else if s.proxy.is_some() {
             needs.push(NGINX);
         }
         if s.topology == Topology::Netns {
             needs.push(IP);
         }
-        if s.server_cpus.is_some() || s.loadgen_cpus.is_some() {
+        if s.hosts.is_none() && (s.server_cpus.is_some() || s.loadgen_cpus.is_some()) {
             needs.push(TASKSET);
         }
         if s.features.iter().any(|f| f == "snmalloc") {

@@ -254,6 +254,24 @@ impl Session {
         Ok((remote, true))
     }
 
+    /// Writes `bytes` to `path` on the host (its directory created).
+    pub fn write_file(&self, path: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        let dir = path.rsplit_once('/').map_or(".", |(d, _)| d);
+        let mut child = self
+            .command(&format!("mkdir -p {} && cat > {}", quote(dir), quote(path)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("running ssh")?;
+        let mut stdin = child.stdin.take().expect("piped");
+        let written = stdin.write_all(bytes);
+        drop(stdin);
+        let out = child.wait_with_output().context("waiting for ssh")?;
+        self.check(&format!("writing {path}"), &out)?;
+        written.with_context(|| format!("host {}: writing {path}", self.host.name))
+    }
+
     /// Reads the host's clock `rounds` times over one open channel (a shell
     /// loop answering each line we send with the time: a new ssh command per
     /// reading would put ssh's own start-up, tens of ms, into the round trip)

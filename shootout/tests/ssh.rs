@@ -4,99 +4,14 @@
 //! error, `shootout hosts` on the file the script writes, and nothing left
 //! behind. Needs root and openssh-server (`shootout setup --all`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use shootout::ssh::{check_offset, RemoteHost, Session, SshSettings};
+use shootout::ssh::{check_offset, Session};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Hosts made by `scripts/netns-hosts`; taken down on drop, even on panic.
-struct Hosts {
-    dir: PathBuf,
-    prefix: String,
-    net: u32,
-}
-
-impl Hosts {
-    /// `slot` keeps the hosts of this binary's tests apart.
-    fn up(dir: &Path, names: &str, slot: u32) -> Hosts {
-        let pid = std::process::id();
-        let hosts = Hosts {
-            dir: dir.to_path_buf(),
-            prefix: format!("t{slot}{}", pid % 100_000),
-            net: 100 + (pid * 2 + slot) % 150,
-        };
-        let out = Command::new(root().join("scripts/netns-hosts"))
-            .arg("up")
-            .arg(dir)
-            .args(["--prefix", &hosts.prefix, "--net", &hosts.net.to_string()])
-            .args(["--hosts", names])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "netns-hosts up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        hosts
-    }
-
-    fn host(&self, name: &str, index: u32) -> RemoteHost {
-        RemoteHost {
-            name: name.into(),
-            address: format!("10.{}.0.{index}", self.net),
-            user: "root".into(),
-            port: 22,
-            workdir: self
-                .dir
-                .join("hosts")
-                .join(name)
-                .join("work")
-                .display()
-                .to_string(),
-        }
-    }
-
-    fn settings(&self) -> SshSettings {
-        SshSettings {
-            identity: Some(self.dir.join("id_ed25519")),
-            known_hosts: self.dir.join("known_hosts"),
-            connect_timeout: Duration::from_secs(5),
-        }
-    }
-
-    fn namespaces(&self) -> Vec<String> {
-        let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.split_whitespace().next())
-            .filter(|n| n.starts_with(&format!("{}-", self.prefix)))
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// Stops `name`'s sshd and the connections it serves: the host is gone.
-    fn stop_sshd(&self, name: &str) {
-        let pid =
-            std::fs::read_to_string(self.dir.join("hosts").join(name).join("sshd.pid")).unwrap();
-        let pid = pid.trim();
-        let _ = Command::new("pkill").args(["-P", pid]).status();
-        let _ = Command::new("kill").arg(pid).status();
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        let _ = Command::new(root().join("scripts/netns-hosts"))
-            .arg("down")
-            .arg(&self.dir)
-            .status();
-    }
-}
+mod support;
+use support::{root, Hosts};
 
 fn local(cmd: &str, args: &[&str]) -> String {
     let out = Command::new(cmd).args(args).output().unwrap();

@@ -1,0 +1,222 @@
+//! Rows on remote hosts, end to end over ssh: four stand-in hosts
+//! (`scripts/netns-hosts`: a server, a proxy and two load hosts, each with
+//! its own sshd), one `shootout run` with a direct row and a row through
+//! nginx on the proxy host, both loaded from the two load hosts; then a load
+//! host lost mid-run, named, with nothing left behind; and a skewed clock
+//! refused before anything starts. Needs root, nginx and openssh-server.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+mod support;
+use support::Hosts;
+
+fn scenario(hosts_toml: &str, rows: &str) -> String {
+    format!(
+        "title = \"multihost\"\n\n{hosts_toml}\n[defaults]\nrequest = \"post\"\nconnections = 6\nwarmup = \"1s\"\nduration = \"2s\"\n\n{rows}"
+    )
+}
+
+const ROWS: &str = r#"
+[[scenario]]
+name = "direct"
+server = "actix"
+server_host = "server"
+load_hosts = ["load1", "load2"]
+
+[[scenario]]
+name = "proxied"
+server = "actix"
+proxy = "proxy"
+server_host = "server"
+proxy_host = "proxy"
+load_hosts = ["load1", "load2"]
+"#;
+
+fn shootout(file: &Path, out: &Path, env: &[(&str, &str)]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_shootout"))
+        .arg("run")
+        .arg(file)
+        .arg("--out")
+        .arg(out)
+        .args(["--build-profile", "dev"])
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// No process runs from the hosts' work directories and no row directory
+/// is left in them.
+fn nothing_left(hosts: &Hosts) {
+    let dir = hosts.dir.display().to_string();
+    let ps = Command::new("pgrep").args(["-af", &dir]).output().unwrap();
+    let procs = String::from_utf8_lossy(&ps.stdout);
+    let procs: Vec<&str> = procs.lines().filter(|l| !l.contains("sshd")).collect();
+    assert!(procs.is_empty(), "left running: {procs:?}");
+    // nginx workers whose master died would be adopted by init.
+    let ps = Command::new("ps")
+        .args(["-eo", "ppid=,comm="])
+        .output()
+        .unwrap();
+    let orphans: Vec<String> = String::from_utf8_lossy(&ps.stdout)
+        .lines()
+        .filter(|l| {
+            let mut f = l.split_whitespace();
+            f.next() == Some("1") && f.next() == Some("nginx")
+        })
+        .map(str::to_owned)
+        .collect();
+    assert!(orphans.is_empty(), "orphaned nginx: {orphans:?}");
+    for h in ["server", "proxy", "load1", "load2"] {
+        let rows = hosts.dir.join("hosts").join(h).join("work/rows");
+        let left: Vec<_> = std::fs::read_dir(&rows)
+            .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{h}: left {left:?}");
+    }
+}
+
+#[test]
+fn two_load_hosts_through_a_proxy_host_end_to_end() {
+    let dir = tempfile::Builder::new()
+        .prefix("sho")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let hosts = Hosts::up(dir.path(), "server proxy load1 load2", 3);
+    let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
+    let file = dir.path().join("multihost.toml");
+    std::fs::write(&file, scenario(&hosts_toml, ROWS)).unwrap();
+    let out = shootout(&file, &dir.path().join("results"), &[])
+        .wait_with_output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let run = std::fs::read_dir(dir.path().join("results"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap()).unwrap();
+    let checked = meta["hosts"].as_array().unwrap();
+    assert_eq!(checked.len(), 4, "{meta}");
+    for h in checked {
+        assert!(h["preflight"]["cores"].as_u64().unwrap() >= 1, "{h}");
+        assert!(
+            h["clock"]["offset_ms"].as_f64().unwrap().abs() < 50.0,
+            "{h}"
+        );
+    }
+    for row in meta["rows"].as_array().unwrap() {
+        assert!(row["error"].is_null(), "{row}");
+        assert_eq!(row["server_exit"], 0, "{row}");
+        assert!(row["rps"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["startup_line"]
+            .as_str()
+            .unwrap()
+            .contains(" listening addr=10."));
+    }
+    assert_eq!(meta["rows"][1]["nginx_exit"], 0, "{meta}");
+    // One shard per load host and row, both with 2xx, merged by the analysis.
+    for row in ["direct", "proxied"] {
+        for load in ["load1", "load2"] {
+            let shard = run
+                .join("multihost")
+                .join(format!("{row}.shard-{load}.jsonl"));
+            let log = std::fs::read_to_string(&shard).unwrap();
+            let last: serde_json::Value =
+                serde_json::from_str(log.lines().last().unwrap()).unwrap();
+            assert_eq!(
+                (last["type"].as_str(), last["shard"].as_str()),
+                (Some("summary"), Some(load))
+            );
+            assert!(last["ok"].as_u64().unwrap() > 0, "{last}");
+        }
+    }
+    let readme = std::fs::read_to_string(run.join("README.md")).unwrap();
+    assert!(
+        readme.contains("proxied") && readme.contains("direct"),
+        "{readme}"
+    );
+    nothing_left(&hosts);
+}
+
+#[test]
+fn a_load_host_lost_mid_run_is_named_and_nothing_is_left() {
+    let dir = tempfile::Builder::new()
+        .prefix("sho")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let hosts = Hosts::up(dir.path(), "server proxy load1 load2", 4);
+    let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
+    let file = dir.path().join("lost.toml");
+    let rows = ROWS.replace("name = \"direct\"", "name = \"direct\"\nduration = \"20s\"");
+    std::fs::write(&file, scenario(&hosts_toml, &rows)).unwrap();
+    let child = shootout(&file, &dir.path().join("results"), &[]);
+    // Wait until load2's loadgen runs, then take load2 away.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let load2_work = dir.path().join("hosts/load2/work/bin");
+    loop {
+        let ps = Command::new("pgrep")
+            .args(["-f", &format!("{}.*--start-at", load2_work.display())])
+            .output()
+            .unwrap();
+        if ps.status.success() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "load2's loadgen never started"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    hosts.stop_sshd("load2");
+    let out = child.wait_with_output().unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("host load2: "), "{all}");
+    nothing_left(&hosts);
+}
+
+#[test]
+fn a_skewed_clock_is_refused_before_anything_starts() {
+    let dir = tempfile::Builder::new()
+        .prefix("sho")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let hosts = Hosts::up(dir.path(), "server load1", 5);
+    let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
+    let file = dir.path().join("skew.toml");
+    let rows = "[[scenario]]\nname = \"direct\"\nserver = \"actix\"\nserver_host = \"server\"\nload_hosts = [\"load1\"]\n";
+    std::fs::write(&file, scenario(&hosts_toml, rows)).unwrap();
+    let out = shootout(
+        &file,
+        &dir.path().join("results"),
+        &[(
+            "SHOOTOUT_TEST_CLOCK_CMD",
+            "echo $(( $(date +%s) + 2 )).$(date +%N)",
+        )],
+    )
+    .wait_with_output()
+    .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("its clock is +"), "{all}");
+    assert!(
+        all.contains("host server: ") && all.contains("host load1: "),
+        "{all}"
+    );
+    nothing_left(&hosts);
+}
