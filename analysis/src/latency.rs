@@ -136,6 +136,7 @@ mod tests {
         let reps = vec![Repetition {
             rep: 1,
             shards: 2,
+            per_shard: vec![],
             intervals: vec![],
             latency: vec![old.clone(), new.clone()],
         }];

@@ -11,8 +11,20 @@ use crate::model::{Interval, Latency, RunLog};
 pub struct Repetition {
     pub rep: u32,
     pub shards: usize,
+    /// With several shards: each one's own figure, before the merge.
+    pub per_shard: Vec<ShardFigure>,
     pub intervals: Vec<Interval>,
     pub latency: Vec<Latency>,
+}
+
+/// One shard of a merged repetition (one load host of a cross-host row).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ShardFigure {
+    pub shard: String,
+    pub repetition: u32,
+    /// Mean of its measured intervals' rates (count per second).
+    pub rps: f64,
+    pub intervals: usize,
 }
 
 /// Merges the logs of one row. Problems name the files involved.
@@ -24,6 +36,7 @@ pub fn repetitions(logs: &[&RunLog], skip: usize, problems: &mut Vec<Problem>) -
     let mut reps = Vec::new();
     for (rep, shards) in by_rep {
         let mut measured = Vec::new();
+        let mut per_shard = Vec::new();
         for log in &shards {
             let m = log.measured(skip);
             if m.is_empty() {
@@ -37,6 +50,18 @@ pub fn repetitions(logs: &[&RunLog], skip: usize, problems: &mut Vec<Problem>) -
                 };
                 problems.push(Problem(format!("{}: {why}", log.path.display())));
                 continue;
+            }
+            if shards.len() > 1 {
+                let rates: Vec<f64> = m
+                    .iter()
+                    .map(|i| i.count as f64 * 1000.0 / i.length_ms.max(1e-9))
+                    .collect();
+                per_shard.push(ShardFigure {
+                    shard: log.shard.clone(),
+                    repetition: rep,
+                    rps: rates.iter().sum::<f64>() / rates.len() as f64,
+                    intervals: rates.len(),
+                });
             }
             measured.push(m);
         }
@@ -62,6 +87,7 @@ pub fn repetitions(logs: &[&RunLog], skip: usize, problems: &mut Vec<Problem>) -
         reps.push(Repetition {
             rep,
             shards: shards.len(),
+            per_shard,
             intervals,
             latency: shards.iter().filter_map(|l| l.latency.clone()).collect(),
         });

@@ -58,6 +58,9 @@ pub struct RowReport {
     pub repetition_means: Vec<f64>,
     /// Most shards merged in one repetition.
     pub shards: usize,
+    /// Rows merged from several shards: each shard's own figure.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_shard: Vec<crate::merge::ShardFigure>,
     /// Mean RPS over the baseline row's.
     pub ratio: f64,
     /// Half-width of the ratio's 95% confidence interval, from the
@@ -190,6 +193,7 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
                     repetitions: reps.len(),
                     repetition_means: means,
                     shards: reps.iter().map(|r| r.shards).max().unwrap_or(1),
+                    per_shard: reps.iter().flat_map(|r| r.per_shard.clone()).collect(),
                     ratio,
                     ratio_ci95,
                     original,

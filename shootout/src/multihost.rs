@@ -134,7 +134,14 @@ fn run_stages(
 
     let deadline = START_DELAY + s.warmup + s.duration + Duration::from_secs(30);
     let started = std::time::Instant::now();
+    let mut sampled = started;
     loop {
+        // Usage from the hosts' /proc once a second (each read is an ssh
+        // round trip through the open connection).
+        if sampled.elapsed() >= Duration::from_secs(1) {
+            sampled = std::time::Instant::now();
+            sample(rec, &server.0, nginx.as_ref(), &loadgens);
+        }
         if job.stop.load(Ordering::Relaxed) {
             for l in &mut loadgens {
                 let _ = l.stop(Duration::from_secs(2));
@@ -177,11 +184,7 @@ fn run_stages(
         ok += load::read_log(&path)?.rps.unwrap_or(0.0);
     }
     rec.rps = Some(ok);
-    if let Ok(u) = server.0.usage() {
-        rec.server.cpu_seconds = u.cpu_s;
-        rec.server.peak_rss_bytes = u.peak_rss_kib * 1024;
-        rec.server.processes = 1;
-    }
+    sample(rec, &server.0, nginx.as_ref(), &[]);
     if let Some(mut n) = nginx {
         rec.nginx_exit = n.stop(Duration::from_secs(10))?.and_then(|s| s.code());
     }
@@ -195,6 +198,38 @@ fn run_stages(
         );
     }
     Ok(())
+}
+
+/// Records the latest usage of the server, nginx (its master and workers)
+/// and the loadgens (summed over the load hosts); a process that has just
+/// ended keeps its last figures.
+fn sample(
+    rec: &mut RowRecord,
+    server: &RemoteProc,
+    nginx: Option<&RemoteProc>,
+    loadgens: &[RemoteProc],
+) {
+    let to = |u: crate::remote::Usage, n: usize| crate::procs::Usage {
+        cpu_seconds: u.cpu_s,
+        peak_rss_bytes: u.peak_rss_kib * 1024,
+        processes: n,
+    };
+    if let Ok(u) = server.usage() {
+        rec.server = to(u, 1);
+    }
+    if let Some((u, n)) = nginx.and_then(|p| p.usage_with_children().ok()) {
+        rec.nginx = Some(to(u, n));
+    }
+    if !loadgens.is_empty() {
+        let all: Vec<_> = loadgens.iter().filter_map(|l| l.usage().ok()).collect();
+        if all.len() == loadgens.len() {
+            let sum = crate::remote::Usage {
+                cpu_s: all.iter().map(|u| u.cpu_s).sum(),
+                peak_rss_kib: all.iter().map(|u| u.peak_rss_kib).sum(),
+            };
+            rec.loadgen = to(sum, all.len());
+        }
+    }
 }
 
 /// The server on its host: (process, start-up line, listening address).

@@ -137,6 +137,30 @@ impl RemoteProc {
             .with_context(|| format!("host {}: reading /proc/{}", self.ssh.host.name, self.pid))
     }
 
+    /// [`RemoteProc::usage`] summed over the process and its children
+    /// (nginx's master and workers), with how many there were.
+    pub fn usage_with_children(&self) -> anyhow::Result<(Usage, usize)> {
+        let pids = self.ssh.run(&format!(
+            "echo {pid}; pgrep -P {pid} || true",
+            pid = self.pid
+        ))?;
+        let mut total = Usage {
+            cpu_s: 0.0,
+            peak_rss_kib: 0,
+        };
+        let mut n = 0;
+        for pid in pids.split_whitespace() {
+            let text = self.ssh.run(&format!(
+                "cat /proc/{pid}/stat; grep VmHWM /proc/{pid}/status; getconf CLK_TCK"
+            ))?;
+            let u = parse_usage(&text)?;
+            total.cpu_s += u.cpu_s;
+            total.peak_rss_kib += u.peak_rss_kib;
+            n += 1;
+        }
+        Ok((total, n))
+    }
+
     /// Waits for the process to end by itself, up to `timeout`; its exit
     /// status as ssh reports it, or `None` if it still runs.
     pub fn wait(&mut self, timeout: Duration) -> Option<ExitStatus> {

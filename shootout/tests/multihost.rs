@@ -48,6 +48,33 @@ fn shootout(file: &Path, out: &Path, env: &[(&str, &str)]) -> std::process::Chil
         .unwrap()
 }
 
+/// Waits (up to 5 min: builds may queue behind other tests') until a
+/// process matching `pattern` runs; fails at once if the run ended first.
+fn wait_for(child: &mut std::process::Child, pattern: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    loop {
+        let ps = Command::new("pgrep")
+            .args(["-f", pattern])
+            .output()
+            .unwrap();
+        if ps.status.success() {
+            return;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!("the run ended ({status}) before {pattern:?} ran: {err}");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{pattern:?} never ran"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 fn text(out: &Output) -> String {
     format!(
         "{}{}",
@@ -127,7 +154,20 @@ fn two_load_hosts_through_a_proxy_host_end_to_end() {
             .unwrap()
             .contains(" listening addr=10."));
     }
-    assert_eq!(meta["rows"][1]["nginx_exit"], 0, "{meta}");
+    for row in meta["rows"].as_array().unwrap() {
+        // CPU from the hosts' /proc: the server's, and both loadgens'.
+        assert!(
+            row["server"]["cpu_seconds"].as_f64().unwrap() > 0.0,
+            "{row}"
+        );
+        assert_eq!(row["loadgen"]["processes"], 2, "{row}");
+    }
+    let proxied = &meta["rows"][1];
+    assert_eq!(proxied["nginx_exit"], 0, "{meta}");
+    assert!(
+        proxied["nginx"]["processes"].as_u64().unwrap() >= 2,
+        "{proxied}"
+    );
     // One shard per load host and row, both with 2xx, merged by the analysis.
     for row in ["direct", "proxied"] {
         for load in ["load1", "load2"] {
@@ -143,6 +183,13 @@ fn two_load_hosts_through_a_proxy_host_end_to_end() {
             );
             assert!(last["ok"].as_u64().unwrap() > 0, "{last}");
         }
+    }
+    // The merged row keeps each load host's own figure.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let text = summary.to_string();
+    for load in ["load1", "load2"] {
+        assert!(text.contains(&format!("\"shard\":\"{load}\"")), "{text}");
     }
     let readme = std::fs::read_to_string(run.join("README.md")).unwrap();
     assert!(
@@ -163,24 +210,10 @@ fn a_load_host_lost_mid_run_is_named_and_nothing_is_left() {
     let file = dir.path().join("lost.toml");
     let rows = ROWS.replace("name = \"direct\"", "name = \"direct\"\nduration = \"20s\"");
     std::fs::write(&file, scenario(&hosts_toml, &rows)).unwrap();
-    let child = shootout(&file, &dir.path().join("results"), &[]);
+    let mut child = shootout(&file, &dir.path().join("results"), &[]);
     // Wait until load2's loadgen runs, then take load2 away.
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    let load2_work = dir.path().join("hosts/load2/work/bin");
-    loop {
-        let ps = Command::new("pgrep")
-            .args(["-f", &format!("{}.*--start-at", load2_work.display())])
-            .output()
-            .unwrap();
-        if ps.status.success() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "load2's loadgen never started"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let load2_bin = dir.path().join("hosts/load2/work/bin");
+    wait_for(&mut child, &format!("{}.*--start-at", load2_bin.display()));
     std::thread::sleep(Duration::from_secs(3));
     hosts.stop_sshd("load2");
     let out = child.wait_with_output().unwrap();
@@ -218,5 +251,34 @@ fn a_skewed_clock_is_refused_before_anything_starts() {
         all.contains("host server: ") && all.contains("host load1: "),
         "{all}"
     );
+    nothing_left(&hosts);
+}
+
+#[test]
+fn ctrl_c_mid_run_stops_everything_on_every_host() {
+    let dir = tempfile::Builder::new()
+        .prefix("sho")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let hosts = Hosts::up(dir.path(), "server proxy load1 load2", 6);
+    let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
+    let file = dir.path().join("ctrlc.toml");
+    let rows = ROWS.replace(
+        "name = \"proxied\"",
+        "name = \"proxied\"\nduration = \"30s\"",
+    );
+    std::fs::write(&file, scenario(&hosts_toml, &rows)).unwrap();
+    let mut child = shootout(&file, &dir.path().join("results"), &[]);
+    let load1_bin = dir.path().join("hosts/load1/work/bin");
+    // The proxied row's loadgens: nginx runs on the proxy host by then.
+    wait_for(
+        &mut child,
+        &format!("{}.* -d 30s .*--start-at", load1_bin.display()),
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: kill on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     nothing_left(&hosts);
 }

@@ -49,7 +49,7 @@ impl Hosts {
             name: name.into(),
             address: format!("10.{}.0.{index}", self.net),
             user: "root".into(),
-            port: 22,
+            port: 2200 + index as u16,
             workdir: self
                 .dir
                 .join("hosts")
