@@ -356,13 +356,18 @@ impl ScenarioFile {
         for s in &self.scenarios {
             writeln!(
                 out,
-                "  {:<28} {:<45} {:?}{} log={:?} {} c={}{}{}",
+                "  {:<28} {:<45} {}{} log={:?} {} c={}{}{}",
                 s.name,
                 s.variant(),
-                s.topology,
-                s.proxy
-                    .as_ref()
-                    .map_or(String::new(), |p| format!("+nginx:{p}")),
+                match &s.hosts {
+                    Some(h) => format!("hosts:{}<-{}", h.server, h.load.join(",")),
+                    None => format!("{:?}", s.topology),
+                },
+                match (&s.proxy, s.hosts.as_ref().and_then(|h| h.proxy.as_ref())) {
+                    (Some(p), Some(host)) => format!("+nginx:{p}@{host}"),
+                    (Some(p), None) => format!("+nginx:{p}"),
+                    _ => String::new(),
+                },
                 s.log,
                 if matches!(self.design, Design::Memory(_)) {
                     "hold".to_string()
