@@ -73,8 +73,11 @@ pub fn server(root: &Path, s: &Scenario, profile: Profile) -> anyhow::Result<Pat
     if musl {
         args.extend(["--target", Libc::MUSL_TARGET]);
     }
-    cargo(root, &args).with_context(|| format!("building {}", s.variant()))?;
     let target = target_dir(root);
+    // From the build to the copy, no other runner may build: another
+    // variant of the same package would replace cargo's output in between.
+    let _lock = BuildLock::take(&target.join("shootout"))?;
+    cargo(root, &args).with_context(|| format!("building {}", s.variant()))?;
     let out = if musl {
         target.join(Libc::MUSL_TARGET).join(profile.dir())
     } else {
@@ -87,7 +90,7 @@ pub fn server(root: &Path, s: &Scenario, profile: Profile) -> anyhow::Result<Pat
         .join(s.variant());
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let copy = dir.join(s.server.binary());
-    let tmp = dir.join(".tmp");
+    let tmp = dir.join(format!(".tmp-{}", std::process::id()));
     std::fs::copy(&built, &tmp).with_context(|| format!("copying {}", built.display()))?;
     std::fs::rename(&tmp, &copy).with_context(|| format!("placing {}", copy.display()))?;
     Ok(copy)
@@ -122,4 +125,31 @@ fn cargo(root: &Path, args: &[&str]) -> anyhow::Result<()> {
         bail!("cargo {} failed ({status})", args.join(" "));
     }
     Ok(())
+}
+
+/// An exclusive lock on `DIR/.build-lock` (flock), released on drop: runs
+/// of the runner at the same time (the tests run several) build one at a
+/// time.
+struct BuildLock {
+    /// Closing it releases the lock.
+    _file: std::fs::File,
+}
+
+impl BuildLock {
+    fn take(dir: &Path) -> anyhow::Result<BuildLock> {
+        use std::os::fd::AsRawFd;
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join(".build-lock");
+        let file =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        // SAFETY: flock on a descriptor we own; it blocks until the lock is ours.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            anyhow::bail!(
+                "locking {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(BuildLock { _file: file })
+    }
 }
