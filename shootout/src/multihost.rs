@@ -37,17 +37,7 @@ pub fn run(job: &Job, hosts: &Connected) -> (RowRecord, Option<Interrupted>) {
     let mut dirs = Dirs::default();
     let outcome = run_stages(job, hosts, row, &mut rec, &mut dirs);
     dirs.remove();
-    match outcome {
-        Ok(()) => (rec, None),
-        Err(e) if e.is::<Interrupted>() => {
-            rec.error = Some("interrupted".into());
-            (rec, Some(Interrupted))
-        }
-        Err(e) => {
-            rec.error = Some(format!("{e:#}"));
-            (rec, None)
-        }
-    }
+    rec.finish(outcome)
 }
 
 /// The row's directories on its hosts, removed at the end.
@@ -240,29 +230,12 @@ fn start_server(
 ) -> anyhow::Result<(RemoteProc, String, SocketAddr)> {
     let s = job.scenario;
     let (bin, _) = srv.upload(job.server_bin)?;
-    let mut argv = load::taskset(&s.server_cpus);
-    argv.extend([
-        bin,
-        "--bind".into(),
-        format!("{}:0", srv.host.address),
-        "--backlog".into(),
-        s.backlog.to_string(),
-    ]);
-    if let Some(w) = s.workers {
-        argv.extend(["--workers".into(), w.to_string()]);
-    }
-    if let Some(secs) = s.client_timeout {
-        argv.extend(["--client-timeout".into(), secs.to_string()]);
-    }
-    if let Some(ns) = s.spin_ns {
-        argv.extend(["--spin-ns".into(), ns.to_string()]);
-    }
-    if s.features.iter().any(|f| f == "mmap-backend") {
-        argv.extend(["--counter-file".into(), format!("{dir}/count")]);
-    }
-    if s.features.iter().any(|f| f == "log-file") {
-        argv.extend(["--log-file".into(), format!("{dir}/access.log")]);
-    }
+    let ip = srv
+        .host
+        .address
+        .parse()
+        .with_context(|| format!("host {}: address is not an IP", srv.host.name))?;
+    let argv = crate::stack::server_argv(s, bin, SocketAddr::new(ip, 0), Path::new(dir));
     let mut proc_ = RemoteProc::spawn(srv, &argv, Stdio::null())?;
     let line = proc_.wait_line(Duration::from_secs(30), |l| l.contains(" listening addr="))?;
     let addr = line

@@ -57,6 +57,25 @@ impl RowRecord {
         }
     }
 
+    /// The record with `outcome` filled in: an error's text, or
+    /// `interrupted` (then also returned, for the run to stop).
+    pub fn finish(
+        mut self,
+        outcome: anyhow::Result<()>,
+    ) -> (RowRecord, Option<crate::Interrupted>) {
+        match outcome {
+            Ok(()) => (self, None),
+            Err(e) if e.is::<crate::Interrupted>() => {
+                self.error = Some("interrupted".into());
+                (self, Some(crate::Interrupted))
+            }
+            Err(e) => {
+                self.error = Some(format!("{e:#}"));
+                (self, None)
+            }
+        }
+    }
+
     /// Takes what the stack's stop reported.
     pub fn stopped(&mut self, st: &Stopped) {
         self.server_exit = st.server_exit;

@@ -39,17 +39,7 @@ pub fn run(job: &Job) -> (RowRecord, Option<Interrupted>) {
     let mut rec = RowRecord::new(job.scenario, job.repetition);
     let outcome = run_stages(job, &mut rec);
     let _ = std::fs::remove_dir_all(&job.tmp);
-    match outcome {
-        Ok(()) => (rec, None),
-        Err(e) if e.is::<Interrupted>() => {
-            rec.error = Some("interrupted".into());
-            (rec, Some(Interrupted))
-        }
-        Err(e) => {
-            rec.error = Some(format!("{e:#}"));
-            (rec, None)
-        }
-    }
+    rec.finish(outcome)
 }
 
 impl Job<'_> {

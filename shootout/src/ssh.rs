@@ -227,22 +227,14 @@ impl Session {
             return Ok((remote, false));
         }
         let part = format!("{remote}.part");
-        let mut child = self
-            .command(&format!(
+        let got = self.run_with_input(
+            &format!(
                 "mkdir -p {dir} && cat > {part} && chmod 755 {part} && sha256sum {part} | cut -d' ' -f1"
-            ))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("running ssh")?;
-        let mut stdin = child.stdin.take().expect("piped");
-        let written = stdin.write_all(&bytes);
-        drop(stdin);
-        let out = child.wait_with_output().context("waiting for ssh")?;
-        self.check(&format!("upload {name}"), &out)?;
-        written.with_context(|| format!("host {}: sending {name}", self.host.name))?;
-        let got = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            ),
+            &bytes,
+            &format!("upload {name}"),
+        )?;
+        let got = got.trim();
         if got != hash {
             let _ = self.run(&format!("rm -f {part}"));
             bail!(
@@ -257,19 +249,31 @@ impl Session {
     /// Writes `bytes` to `path` on the host (its directory created).
     pub fn write_file(&self, path: &str, bytes: &[u8]) -> anyhow::Result<()> {
         let dir = path.rsplit_once('/').map_or(".", |(d, _)| d);
+        self.run_with_input(
+            &format!("mkdir -p {} && cat > {}", quote(dir), quote(path)),
+            bytes,
+            &format!("writing {path}"),
+        )
+        .map(drop)
+    }
+
+    /// [`Session::run`] with `input` on the script's stdin; `what` names
+    /// the step in errors.
+    fn run_with_input(&self, script: &str, input: &[u8], what: &str) -> anyhow::Result<String> {
         let mut child = self
-            .command(&format!("mkdir -p {} && cat > {}", quote(dir), quote(path)))
+            .command(script)
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .context("running ssh")?;
         let mut stdin = child.stdin.take().expect("piped");
-        let written = stdin.write_all(bytes);
+        let written = stdin.write_all(input);
         drop(stdin);
         let out = child.wait_with_output().context("waiting for ssh")?;
-        self.check(&format!("writing {path}"), &out)?;
-        written.with_context(|| format!("host {}: writing {path}", self.host.name))
+        self.check(what, &out)?;
+        written.with_context(|| format!("host {}: {what}", self.host.name))?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// Reads the host's clock `rounds` times over one open channel (a shell

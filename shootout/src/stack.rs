@@ -22,6 +22,39 @@ use crate::procs::Proc;
 use crate::scenario::{LogSink, Request, Scenario};
 use crate::verify::{self, Verified};
 
+/// The server's command line for scenario `s`: pinning, `bin`, the bind
+/// address and the flags the row sets; a counter file and an access log
+/// (for the features that need them) in `files`. Local and remote stacks
+/// start their servers with it.
+pub fn server_argv(s: &Scenario, bin: String, bind: SocketAddr, files: &Path) -> Vec<String> {
+    let mut argv = taskset(&s.server_cpus);
+    argv.extend([
+        bin,
+        "--bind".into(),
+        bind.to_string(),
+        "--backlog".into(),
+        s.backlog.to_string(),
+    ]);
+    if let Some(w) = s.workers {
+        argv.extend(["--workers".into(), w.to_string()]);
+    }
+    if let Some(secs) = s.client_timeout {
+        argv.extend(["--client-timeout".into(), secs.to_string()]);
+    }
+    if let Some(ns) = s.spin_ns {
+        argv.extend(["--spin-ns".into(), ns.to_string()]);
+    }
+    for (feature, flag, file) in [
+        ("mmap-backend", "--counter-file", "count"),
+        ("log-file", "--log-file", "access.log"),
+    ] {
+        if s.features.iter().any(|f| f == feature) {
+            argv.extend([flag.into(), files.join(file).display().to_string()]);
+        }
+    }
+    argv
+}
+
 /// What a stack needs to start.
 pub struct StackSpec<'a> {
     pub root: &'a Path,
@@ -103,29 +136,12 @@ impl Stack {
         } else {
             place.listen_ip
         };
-        let mut argv = taskset(&s.server_cpus);
-        argv.push(spec.server_bin.display().to_string());
-        argv.extend([
-            "--bind".into(),
-            SocketAddr::new(bind_ip, 0).to_string(),
-            "--backlog".into(),
-            s.backlog.to_string(),
-        ]);
-        if let Some(w) = s.workers {
-            argv.extend(["--workers".into(), w.to_string()]);
-        }
-        if let Some(secs) = s.client_timeout {
-            argv.extend(["--client-timeout".into(), secs.to_string()]);
-        }
-        if let Some(ns) = s.spin_ns {
-            argv.extend(["--spin-ns".into(), ns.to_string()]);
-        }
-        if s.features.iter().any(|f| f == "mmap-backend") {
-            argv.extend([
-                "--counter-file".into(),
-                spec.tmp.join("count").display().to_string(),
-            ]);
-        }
+        let argv = server_argv(
+            s,
+            spec.server_bin.display().to_string(),
+            SocketAddr::new(bind_ip, 0),
+            &spec.tmp,
+        );
         // Logs are sinks under test, not results: they live in the temp
         // dir (removed afterwards); their sizes are recorded.
         let log_file = s
@@ -133,9 +149,6 @@ impl Stack {
             .iter()
             .any(|f| f == "log-file")
             .then(|| spec.tmp.join("access.log"));
-        if let Some(log) = &log_file {
-            argv.extend(["--log-file".into(), log.display().to_string()]);
-        }
         let mut sink = Sink::new(s.log, &spec.tmp.join("server-stdout.txt"))?;
         let (line_tx, line_rx) = mpsc::channel();
         let stderr_done = Arc::new(AtomicBool::new(false));
