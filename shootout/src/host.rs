@@ -1,40 +1,128 @@
-//! Where commands run. A stack is started the same way on every host; only
-//! how an argv is wrapped and how the runner itself reaches the host differ.
-//!
-//! Today a host is this machine or one of the runner's own network
-//! namespaces on it. A remote host (argv wrapped in `ssh`, files copied
-//! over) is one more variant of [`Host`]; nothing above this module needs
-//! to know which it is.
+//! Where commands run: this machine, one of the runner's own network
+//! namespaces on it, or a remote host over ssh. Every row, whatever its
+//! hosts, is started, checked, loaded and stopped through [`Host`]; only
+//! how a command is spawned, a file written, a binary placed and a request
+//! made differ between the variants, and nothing above this module needs to
+//! know which one it has.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
+use anyhow::{bail, Context};
+
+use crate::hosts::Connected;
 use crate::netns::{self, Netns};
+use crate::procs::{Proc, StderrLines};
+use crate::remote::RemoteProc;
+use crate::running::Running;
 use crate::scenario::{Scenario, Topology};
+use crate::ssh::{quote, Session};
+use crate::verify::{self, Exchange};
 
 /// A place to run commands.
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Host {
     /// This machine, as it is.
     Local,
     /// A network namespace of the runner's own on this machine.
     Netns(String),
+    /// Another machine, over an open ssh session.
+    Remote(Session),
+}
+
+impl Clone for Host {
+    fn clone(&self) -> Host {
+        match self {
+            Host::Local => Host::Local,
+            Host::Netns(n) => Host::Netns(n.clone()),
+            Host::Remote(s) => Host::Remote(s.handle()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Host::Local => write!(f, "Local"),
+            Host::Netns(n) => write!(f, "Netns({n})"),
+            Host::Remote(s) => write!(f, "Remote({})", s.host.name),
+        }
+    }
+}
+
+/// What to start on a host.
+pub struct Launch<'a> {
+    /// For messages: "server", "nginx", "loadgen".
+    pub name: &'a str,
+    pub argv: Vec<String>,
+    pub env: Vec<(&'static str, String)>,
+    pub stdout: Stdio,
+    /// Lead a session of its own (servers; see [`Proc::spawn_session`]),
+    /// else a process group of its own.
+    pub session: bool,
+}
+
+/// A directory of the runner's on a host. One on a remote host is the
+/// runner's alone and is removed when this drops; one here lives in the
+/// run's temp directory, which the runner removes.
+pub struct HostDir {
+    host: Host,
+    pub path: String,
+}
+
+impl Drop for HostDir {
+    fn drop(&mut self) {
+        if let Host::Remote(s) = &self.host {
+            let _ = s.run(&format!("rm -rf {}", quote(&self.path)));
+        }
+    }
 }
 
 impl Host {
-    /// `argv` as it must be spawned to run on this host.
-    pub fn wrap(&self, argv: Vec<String>) -> Vec<String> {
-        match self {
-            Host::Local => argv,
-            Host::Netns(name) => {
-                let mut w = Netns::exec(name);
-                w.extend(argv);
-                w
-            }
+    /// True for the same place (the same namespace, the same remote host).
+    pub fn same(&self, other: &Host) -> bool {
+        match (self, other) {
+            (Host::Local, Host::Local) => true,
+            (Host::Netns(a), Host::Netns(b)) => a == b,
+            (Host::Remote(a), Host::Remote(b)) => a.host.name == b.host.name,
+            _ => false,
         }
     }
 
-    /// Runs `f` in the runner with this host's view of the network (to
-    /// verify a server, read a count, find a free port).
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Host::Remote(_))
+    }
+
+    /// `host NAME: ` for a remote host's messages, else nothing (a local
+    /// process needs no naming).
+    pub fn prefix(&self) -> String {
+        match self {
+            Host::Remote(s) => format!("host {}: ", s.host.name),
+            _ => String::new(),
+        }
+    }
+
+    /// `argv` as it must be spawned here to run in this host's network;
+    /// an error for a remote host (see [`Host::spawn`]).
+    pub fn wrap(&self, argv: Vec<String>) -> anyhow::Result<Vec<String>> {
+        match self {
+            Host::Local => Ok(argv),
+            Host::Netns(name) => {
+                let mut w = Netns::exec(name);
+                w.extend(argv);
+                Ok(w)
+            }
+            Host::Remote(s) => bail!(
+                "host {}: this step runs only on this machine or its namespaces",
+                s.host.name
+            ),
+        }
+    }
+
+    /// Runs `f` in the runner with this host's view of the network (to find
+    /// a free port, make a request); an error for a remote host.
     pub fn within<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
@@ -42,16 +130,188 @@ impl Host {
         match self {
             Host::Local => Ok(f()),
             Host::Netns(name) => netns::within(Some(name), f),
+            Host::Remote(s) => bail!(
+                "host {}: the runner cannot enter a remote host's network",
+                s.host.name
+            ),
         }
+    }
+
+    /// Starts `l` on this host, its stdin closed and its stderr followed.
+    pub fn spawn(&self, l: Launch) -> anyhow::Result<Running> {
+        if let Host::Remote(s) = self {
+            let mut argv: Vec<String> = Vec::new();
+            if !l.env.is_empty() {
+                argv.push("env".into());
+                argv.extend(l.env.iter().map(|(k, v)| format!("{k}={v}")));
+            }
+            argv.extend(l.argv);
+            return Ok(Running::There(RemoteProc::spawn(s, &argv, l.stdout)?));
+        }
+        let argv = self.wrap(l.argv)?;
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .envs(l.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(l.stdout)
+            .stderr(Stdio::piped());
+        let mut p = if l.session {
+            Proc::spawn_session(l.name, &mut cmd)?
+        } else {
+            Proc::spawn(l.name, &mut cmd)?
+        };
+        let lines = StderrLines::follow(p.take_stderr().context("stderr")?);
+        Ok(Running::Here(p, lines))
+    }
+
+    /// Where `local` (a binary built here) is on this host: itself here,
+    /// else uploaded by content hash (skipped when the host has it).
+    pub fn place_binary(&self, local: &Path) -> anyhow::Result<String> {
+        match self {
+            Host::Remote(s) => Ok(s.upload(local)?.0),
+            _ => Ok(local.display().to_string()),
+        }
+    }
+
+    /// The nginx to run on this host: the one setup found here, or `nginx`
+    /// on the remote host's PATH.
+    pub fn nginx_program(&self) -> anyhow::Result<String> {
+        match self {
+            Host::Remote(_) => Ok("nginx".into()),
+            _ => Ok(crate::nginx::binary()?.display().to_string()),
+        }
+    }
+
+    /// A private directory: `local` here (created), or a fresh one under
+    /// the remote host's workdir.
+    pub fn private_dir(&self, local: &Path) -> anyhow::Result<HostDir> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = match self {
+            Host::Remote(s) => {
+                let n = NEXT.fetch_add(1, Ordering::Relaxed);
+                let dir = format!("{}/rows/{}-{n}", s.host.workdir, std::process::id());
+                s.run(&format!("mkdir -p {}", quote(&dir)))?;
+                dir
+            }
+            _ => {
+                std::fs::create_dir_all(local)
+                    .with_context(|| format!("creating {}", local.display()))?;
+                local.display().to_string()
+            }
+        };
+        Ok(HostDir {
+            host: self.clone(),
+            path,
+        })
+    }
+
+    /// Writes `bytes` to `path` on this host, its directory created.
+    pub fn write_file(&self, path: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        match self {
+            Host::Remote(s) => s.write_file(path, bytes),
+            _ => {
+                let p = Path::new(path);
+                if let Some(d) = p.parent() {
+                    std::fs::create_dir_all(d)
+                        .with_context(|| format!("creating {}", d.display()))?;
+                }
+                std::fs::write(p, bytes).with_context(|| format!("writing {path}"))
+            }
+        }
+    }
+
+    /// A port that was free on `ip` here a moment ago; on a remote host,
+    /// which the runner cannot ask, a random one for the caller to try.
+    pub fn pick_port(&self, ip: IpAddr) -> anyhow::Result<u16> {
+        match self {
+            Host::Remote(_) => {
+                use rand::Rng;
+                Ok(rand::thread_rng().gen_range(20_000..30_000))
+            }
+            _ => self.within(move || {
+                let l = TcpListener::bind(SocketAddr::new(ip, 0))
+                    .with_context(|| format!("finding a free port on {ip}"))?;
+                Ok(l.local_addr()?.port())
+            })?,
+        }
+    }
+
+    /// One request to `addr` made from this host, on a fresh connection
+    /// (from a remote host through bash's /dev/tcp, the bytes carried over
+    /// ssh both ways).
+    pub fn exchange(
+        &self,
+        addr: SocketAddr,
+        method: &str,
+        body: Option<&[u8]>,
+    ) -> anyhow::Result<Exchange> {
+        match self {
+            Host::Remote(s) => {
+                let script = format!(
+                    "timeout 10 bash -c {}",
+                    quote(&format!(
+                        "exec 3<>/dev/tcp/{}/{} && cat >&3 && cat <&3",
+                        addr.ip(),
+                        addr.port()
+                    ))
+                );
+                let raw = s.run_with_input(
+                    &script,
+                    &verify::request(addr, method, body),
+                    &format!("{method} http://{addr}/"),
+                )?;
+                verify::parse(&raw)
+                    .with_context(|| format!("host {}: the answer from {addr}", s.host.name))
+            }
+            _ => {
+                let (method, body) = (method.to_string(), body.map(<[u8]>::to_vec));
+                self.within(move || verify::exchange(addr, &method, body.as_deref()))?
+            }
+        }
+    }
+
+    /// True when `addr` accepts a connection from this host.
+    pub fn accepts(&self, addr: SocketAddr) -> bool {
+        match self {
+            Host::Remote(s) => s
+                .run(&format!(
+                    "timeout 2 bash -c {} 2>/dev/null && echo yes || echo no",
+                    quote(&format!("exec 3<>/dev/tcp/{}/{}", addr.ip(), addr.port()))
+                ))
+                .is_ok_and(|o| o.trim() == "yes"),
+            _ => self
+                .within(move || {
+                    TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+                })
+                .unwrap_or(false),
+        }
+    }
+
+    /// Waits up to 20 s for `addr` to accept a connection from this host.
+    pub fn wait_port(&self, addr: SocketAddr) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if self.accepts(addr) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bail!("{}{addr} did not answer within 20 s", self.prefix())
     }
 }
 
-/// The hosts one stack and its loadgen use, and what holds them up.
+/// The hosts of one row: where the server runs, where nginx runs (the
+/// server's host unless the row names a proxy host), where the loadgens
+/// run (one, or several remote load hosts sharing the load), and what
+/// holds them up.
 pub struct Placement {
     pub server: Host,
-    pub client: Host,
-    /// The address the server's side listens on.
+    pub proxy: Host,
+    pub clients: Vec<Host>,
+    /// The address the server's host listens on.
     pub listen_ip: IpAddr,
+    /// The address the proxy's host listens on.
+    pub proxy_ip: IpAddr,
     /// Set when a link delay was asked for and could not be applied.
     pub netem: Option<String>,
     /// Removes the namespaces on drop.
@@ -59,23 +319,64 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// Creates the hosts `s.topology` asks for; `index` keeps the namespaces
-    /// of stacks that run at the same time apart.
-    pub fn new(s: &Scenario, index: usize) -> anyhow::Result<Placement> {
+    /// The hosts row `s` asks for: its remote hosts (over `remote`'s
+    /// sessions), or loopback, or namespaces it creates; `index` keeps the
+    /// namespaces of stacks that run at the same time apart.
+    pub fn new(
+        s: &Scenario,
+        index: usize,
+        remote: Option<&Connected>,
+    ) -> anyhow::Result<Placement> {
+        if let Some(row) = &s.hosts {
+            let remote = remote.context("a row on remote hosts, but no hosts are connected")?;
+            let host = |name: &str| -> anyhow::Result<(Host, IpAddr)> {
+                let session = remote.session(name)?;
+                let ip = session
+                    .host
+                    .address
+                    .parse()
+                    .with_context(|| format!("host {name}: address is not an IP"))?;
+                Ok((Host::Remote(session.handle()), ip))
+            };
+            let (server, listen_ip) = host(&row.server)?;
+            let (proxy, proxy_ip) = match &row.proxy {
+                Some(p) => host(p)?,
+                None => (server.clone(), listen_ip),
+            };
+            let clients = row
+                .load
+                .iter()
+                .map(|n| host(n).map(|(h, _)| h))
+                .collect::<anyhow::Result<_>>()?;
+            return Ok(Placement {
+                server,
+                proxy,
+                clients,
+                listen_ip,
+                proxy_ip,
+                netem: None,
+                _netns: None,
+            });
+        }
         match s.topology {
             Topology::Loopback => Ok(Placement {
                 server: Host::Local,
-                client: Host::Local,
+                proxy: Host::Local,
+                clients: vec![Host::Local],
                 listen_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                proxy_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
                 netem: None,
                 _netns: None,
             }),
             Topology::Netns => {
                 let ns = Netns::create(index, s.link_delay.map(|d| d.as_secs_f64() * 1000.0))?;
+                let server = Host::Netns(ns.server.clone());
                 Ok(Placement {
-                    server: Host::Netns(ns.server.clone()),
-                    client: Host::Netns(ns.client.clone()),
+                    proxy: server.clone(),
+                    server,
+                    clients: vec![Host::Netns(ns.client.clone())],
                     listen_ip: IpAddr::V4(netns::SERVER_ADDR),
+                    proxy_ip: IpAddr::V4(netns::SERVER_ADDR),
                     netem: ns
                         .netem
                         .as_ref()
@@ -83,6 +384,20 @@ impl Placement {
                     _netns: Some(ns),
                 })
             }
+        }
+    }
+
+    /// The (first) load host: the one that checks the app and reads its count.
+    pub fn client(&self) -> &Host {
+        &self.clients[0]
+    }
+
+    /// The topology as meta.json names it.
+    pub fn topology(&self, s: &Scenario) -> String {
+        if self.server.is_remote() {
+            "hosts".into()
+        } else {
+            format!("{:?}", s.topology).to_lowercase()
         }
     }
 }

@@ -10,7 +10,6 @@ pub mod hosts;
 pub mod load;
 pub mod memory;
 pub mod meta;
-pub mod multihost;
 pub mod netns;
 pub mod nginx;
 pub mod output;
@@ -18,6 +17,7 @@ pub mod paired;
 pub mod procs;
 pub mod record;
 pub mod remote;
+pub mod running;
 pub mod scenario;
 pub mod sequential;
 pub mod setup;
@@ -254,11 +254,9 @@ fn run_sequential(
             stem,
             ns_index: i,
             stop,
+            remote: run.remote,
         };
-        let (rec, stopped) = match run.remote {
-            Some(hosts) if s.hosts.is_some() => multihost::run(&job, hosts),
-            _ => sequential::run(&job),
-        };
+        let (rec, stopped) = sequential::run(&job);
         print_row(&rec, s.repetitions);
         rows.push(rec);
         meta.rows = rows.clone();
@@ -326,6 +324,7 @@ fn run_memory(
             stem: stem.clone(),
             ns_index: i,
             stop: run.stop,
+            remote: None,
         };
         let (rec, stopped) = memory::run(&job, settings);
         print_memory(&rec, s.repetitions);

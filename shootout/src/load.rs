@@ -4,13 +4,13 @@
 use std::fs::File;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 
-use crate::host::Host;
-use crate::procs::Proc;
+use crate::host::{Host, Launch};
+use crate::running::Running;
 use crate::scenario::{Request, Scenario};
 
 /// How long and when one loadgen runs.
@@ -24,9 +24,9 @@ pub struct Timing {
 }
 
 /// Builds loadgen's argv for scenario `s` against `target`.
-pub fn argv(loadgen: &Path, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<String> {
+pub fn argv(loadgen: &str, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<String> {
     let mut argv = taskset(&s.loadgen_cpus);
-    argv.push(loadgen.display().to_string());
+    argv.push(loadgen.to_string());
     for (flag, value) in [
         ("-c", s.connections.to_string()),
         ("-t", s.threads.to_string()),
@@ -57,27 +57,34 @@ pub fn argv(loadgen: &Path, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<
     argv
 }
 
+/// Load host `i` of `n`'s share of row `s`: the connections and rate split
+/// evenly, the first hosts taking the remainder.
+pub fn share_of(s: &Scenario, i: usize, n: usize) -> Scenario {
+    let mut share = s.clone();
+    let (c, n32) = (s.connections, n as u32);
+    share.connections = c / n32 + u32::from((i as u32) < c % n32);
+    share.rate = s.rate.map(|r| r / n as f64);
+    share
+}
+
 /// `taskset -c CPUS` when the scenario pins, else nothing.
 pub fn taskset(cpus: &Option<String>) -> Vec<String> {
     cpus.as_ref()
         .map_or_else(Vec::new, |c| vec!["taskset".into(), "-c".into(), c.clone()])
 }
 
-/// Spawns `argv` on `host` with stdin closed.
-pub fn command(host: &Host, argv: Vec<String>) -> Command {
-    let argv = host.wrap(argv);
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).stdin(Stdio::null());
-    cmd
-}
-
-/// A running loadgen writing its jsonl to `log`, its stderr to `stderr`.
-pub fn spawn(host: &Host, argv: Vec<String>, log: &Path, stderr: &Path) -> anyhow::Result<Proc> {
+/// A loadgen on `host` writing its jsonl to `log` here (streamed back from
+/// a remote host as it comes); `argv` as [`argv`] built it with the binary
+/// [`Host::place_binary`] gave.
+pub fn spawn(host: &Host, argv: Vec<String>, log: &Path) -> anyhow::Result<Running> {
     let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
-    let err = File::create(stderr).with_context(|| format!("creating {}", stderr.display()))?;
-    let mut cmd = command(host, argv);
-    cmd.stdout(out).stderr(err);
-    Proc::spawn("loadgen", &mut cmd)
+    host.spawn(Launch {
+        name: "loadgen",
+        argv,
+        env: Vec::new(),
+        stdout: Stdio::from(out),
+        session: false,
+    })
 }
 
 /// What a finished loadgen's log says.

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use analysis::memory::{MemoryRecord, Reclaim, Sample};
 use anyhow::{bail, Context};
 
-use crate::procs::{resident_kib, Proc};
+use crate::procs::resident_kib;
+use crate::running::Running;
 use crate::scenario::MemorySettings;
 use crate::sequential::Job;
 use crate::stack::Stack;
@@ -54,7 +55,7 @@ pub fn write(table_dir: &Path, stem: &str, rec: &MemoryRecord) -> anyhow::Result
 
 fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Result<()> {
     let s = job.scenario;
-    let place = crate::host::Placement::new(s, job.ns_index)?;
+    let place = crate::host::Placement::new(s, job.ns_index, None)?;
     let mut stack = job.start_stack(&place)?;
     let started = Instant::now();
     rec.startup_line = stack.startup_line.clone();
@@ -68,7 +69,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
     rec.server = s.server.binary().to_string();
     rec.allocator = field("allocator").unwrap_or_else(|| "unknown".into());
     rec.workers = field("workers").and_then(|w| w.parse().ok());
-    stack.verify(&place.client)?;
+    stack.verify(place.client())?;
     let pid = stack.server_pid();
     let sample = |stack: &Stack| -> anyhow::Result<Sample> {
         let (rss_kib, pss_kib) =
@@ -84,7 +85,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
 
     let log = job.table_dir.join(format!("{}.hold.jsonl", job.stem));
     let mut argv = crate::load::taskset(&s.loadgen_cpus);
-    argv.push(job.loadgen_bin.display().to_string());
+    argv.push(place.client().place_binary(job.loadgen_bin)?);
     for (flag, value) in [
         ("--hold", humantime::format_duration(m.hold).to_string()),
         ("-c", s.connections.to_string()),
@@ -98,8 +99,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
         argv.extend([flag.into(), value]);
     }
     argv.push(format!("http://{}/", stack.target));
-    let stderr = job.tmp.join("loadgen.stderr");
-    let mut loadgen = crate::load::spawn(&place.client, argv, &log, &stderr)?;
+    let mut loadgen = crate::load::spawn(place.client(), argv, &log)?;
 
     // Set-up: wait for the `held` record.
     let mut held_at = None;
@@ -127,8 +127,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
     let (_, summary) = read_hold(&log)?;
     rec.hold = summary;
     if !status.success() {
-        let msg = std::fs::read_to_string(&stderr).unwrap_or_default();
-        bail!("loadgen exited with {status}: {}", msg.trim());
+        bail!("loadgen exited with {status}: {}", loadgen.stderr().tail());
     }
     if rec.held.rss_kib == 0 {
         bail!("the hold ended before the held sample (hold must outlast settle)");
@@ -159,13 +158,13 @@ fn pause(job: &Job, d: Duration) -> anyhow::Result<()> {
 
 /// Ctrl-C stops loadgen and becomes [`Interrupted`]; a server that died is
 /// an error.
-fn watch(job: &Job, stack: &mut Stack, loadgen: &mut Proc) -> anyhow::Result<()> {
+fn watch(job: &Job, stack: &mut Stack, loadgen: &mut Running) -> anyhow::Result<()> {
     if job.stop.load(Ordering::Relaxed) {
-        loadgen.stop(Duration::from_secs(2));
+        let _ = loadgen.stop(Duration::from_secs(2));
         return Err(Interrupted.into());
     }
     if let Err(e) = stack.check_alive() {
-        loadgen.stop(Duration::from_secs(2));
+        let _ = loadgen.stop(Duration::from_secs(2));
         return Err(e);
     }
     Ok(())

@@ -1,13 +1,15 @@
-//! Renders a config from `nginx/` into a private prefix and runs nginx as a
-//! child in the foreground. The system's nginx configuration is never read.
+//! Renders a config from `nginx/` into a private prefix and runs nginx in
+//! the foreground on its host. The system's nginx configuration is never read.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::procs::Proc;
+use crate::host::{Host, HostDir, Launch};
+use crate::running::Running;
 
 /// The nginx binary, or a one-line error naming the fix.
 pub fn binary() -> anyhow::Result<PathBuf> {
@@ -49,28 +51,62 @@ pub fn render(
         .replace("{{ACCESS_LOG}}", "off"))
 }
 
-/// Writes the rendered config into `prefix` and starts nginx on it.
-/// `wrap` is prepended to the command (netns exec, taskset).
-pub fn start(config: &str, prefix: &Path, wrap: &[String]) -> anyhow::Result<Proc> {
-    std::fs::create_dir_all(prefix.join("tmp"))
-        .with_context(|| format!("creating {}", prefix.display()))?;
-    let conf = prefix.join("nginx.conf");
-    std::fs::write(&conf, config).with_context(|| format!("writing {}", conf.display()))?;
-    let nginx = binary()?;
-    let mut argv: Vec<String> = wrap.to_vec();
-    argv.push(nginx.display().to_string());
-    argv.extend([
-        "-p".into(),
-        prefix.display().to_string(),
-        "-c".into(),
-        conf.display().to_string(),
-        "-g".into(),
-        "daemon off;".into(),
-    ]);
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    Proc::spawn("nginx", &mut cmd)
+/// Starts nginx with config `name` on `host`, in the private prefix `dir`,
+/// listening on `ip`, in front of `upstream`: on a port the host gives it
+/// (a few tried when it cannot say which is free), and only once it accepts
+/// connections there. Its error log goes to its stderr.
+pub fn start(
+    host: &Host,
+    root: &Path,
+    name: &str,
+    dir: &HostDir,
+    workers: usize,
+    ip: IpAddr,
+    upstream: Option<SocketAddr>,
+) -> anyhow::Result<(Running, SocketAddr)> {
+    let prefix = &dir.path;
+    let conf = format!("{prefix}/nginx.conf");
+    let program = host.nginx_program()?;
+    let mut last = String::new();
+    for _ in 0..5 {
+        let listen = SocketAddr::new(ip, host.pick_port(ip)?);
+        let config = render(root, name, Path::new(prefix), workers, listen, upstream)?;
+        host.write_file(&conf, config.as_bytes())?;
+        host.write_file(&format!("{prefix}/tmp/.keep"), b"")?;
+        host.write_file(&format!("{prefix}/logs/.keep"), b"")?;
+        let argv: Vec<String> = [
+            program.as_str(),
+            "-p",
+            prefix,
+            "-c",
+            &conf,
+            "-e",
+            "stderr",
+            "-g",
+            "daemon off;",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut proc_ = host.spawn(Launch {
+            name: "nginx",
+            argv,
+            env: Vec::new(),
+            stdout: Stdio::null(),
+            session: false,
+        })?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while proc_.try_wait().is_none() && Instant::now() < deadline {
+            if host.accepts(listen) {
+                return Ok((proc_, listen));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Let the follower read its last lines.
+        std::thread::sleep(Duration::from_millis(50));
+        last = proc_.stderr().tail();
+        if !last.contains("Address already in use") {
+            break;
+        }
+    }
+    bail!("{}nginx did not start: {last}", host.prefix())
 }

@@ -36,7 +36,8 @@ use serde::Serialize;
 use crate::counter::{self, CounterCheck};
 use crate::host::Placement;
 use crate::load::{self, Timing};
-use crate::procs::{group_cpu_ns, Proc};
+use crate::procs::group_cpu_ns;
+use crate::running::Running;
 use crate::scenario::{PairedSettings, Scenario, Schedule};
 use crate::stack::{Stack, StackSpec};
 use crate::{verify, Interrupted};
@@ -245,7 +246,7 @@ struct Side<'a> {
     place: Placement,
     stack: Option<Stack>,
     before: u64,
-    loadgen: Option<Proc>,
+    loadgen: Option<Running>,
     log: PathBuf,
 }
 
@@ -259,7 +260,7 @@ fn make_side<'s>(
     Ok(Side {
         role,
         scenario,
-        place: Placement::new(scenario, ns)?,
+        place: Placement::new(scenario, ns, None)?,
         stack: None,
         before: 0,
         loadgen: None,
@@ -305,7 +306,7 @@ fn run_block(
         };
         let stack = Stack::start(&spec, &s.place)
             .with_context(|| format!("starting the {} stack", s.role))?;
-        let verified = stack.verify(&s.place.client)?;
+        let verified = stack.verify(s.place.client())?;
         s.before = verified.map_or(0, |v| v.count);
         let line = Some(stack.startup_line.clone());
         if s.role == "row" {
@@ -319,10 +320,10 @@ fn run_block(
     }
     // Duet: both loadgens at one barrier. Alternate: slot 1's, then slot 2's.
     let samples = match ctx.settings.schedule {
-        Schedule::Duet => load_and_sample(ctx, &mut sides, &[0, 1], &tmp)?,
+        Schedule::Duet => load_and_sample(ctx, &mut sides, &[0, 1])?,
         Schedule::Alternate => {
-            let first = load_and_sample(ctx, &mut sides, &[0], &tmp)?;
-            let second = load_and_sample(ctx, &mut sides, &[1], &tmp)?;
+            let first = load_and_sample(ctx, &mut sides, &[0])?;
+            let second = load_and_sample(ctx, &mut sides, &[1])?;
             first
                 .into_iter()
                 .zip(second)
@@ -350,12 +351,12 @@ fn run_block(
 
     // Both loadgens have exited; read, check and stop, recording as we go.
     for s in sides.iter_mut() {
-        let status = s.loadgen.as_mut().and_then(Proc::wait);
+        let status = s.loadgen.as_mut().and_then(Running::try_wait);
         let code = status.and_then(|st| st.code());
         let totals = load::read_log(&s.log)?;
         let stack = s.stack.take().expect("started");
         let check = if verify::post_body(s.scenario.request).is_some() && !stack.is_ceiling() {
-            let after = stack.count(&s.place.client)?;
+            let after = stack.count(s.place.client())?;
             Some(counter::check(
                 s.before,
                 after,
@@ -374,12 +375,11 @@ fn run_block(
             block.base_server_exit = stopped.server_exit;
         }
         if status.is_some_and(|st| !st.success()) {
-            let msg = std::fs::read_to_string(tmp.join(format!("loadgen-{}.stderr", s.role)))
-                .unwrap_or_default();
+            let msg = s.loadgen.as_ref().map(|l| l.stderr().tail());
             bail!(
                 "the {} loadgen exited with {code:?}: {}",
                 s.role,
-                msg.trim()
+                msg.unwrap_or_default()
             );
         }
         if let Some(check) = check {
@@ -405,7 +405,6 @@ fn load_and_sample(
     ctx: &Ctx,
     sides: &mut [Side; 2],
     active: &[usize],
-    tmp: &Path,
 ) -> anyhow::Result<Vec<Sample>> {
     // Far enough ahead for every loadgen to start.
     let start_at = SystemTime::now() + Duration::from_millis(500);
@@ -418,9 +417,9 @@ fn load_and_sample(
     for &i in active {
         let s = &mut sides[i];
         let target = s.stack.as_ref().expect("started").target;
-        let argv = load::argv(ctx.loadgen_bin, s.scenario, target, timing);
-        let err = tmp.join(format!("loadgen-{}.stderr", s.role));
-        s.loadgen = Some(load::spawn(&s.place.client, argv, &s.log, &err)?);
+        let bin = s.place.client().place_binary(ctx.loadgen_bin)?;
+        let argv = load::argv(&bin, s.scenario, target, timing);
+        s.loadgen = Some(load::spawn(s.place.client(), argv, &s.log)?);
     }
     let interval = sides[0].scenario.interval;
     let last = (timing.warmup.as_nanos().div_ceil(interval.as_nanos())
@@ -434,7 +433,7 @@ fn load_and_sample(
     let stop_all = |sides: &mut [Side; 2]| {
         for s in sides.iter_mut() {
             if let Some(l) = s.loadgen.as_mut() {
-                l.stop(Duration::from_secs(2));
+                let _ = l.stop(Duration::from_secs(2));
             }
         }
     };
@@ -471,7 +470,7 @@ fn load_and_sample(
             while l.try_wait().is_none() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            l.stop(Duration::from_secs(2));
+            let _ = l.stop(Duration::from_secs(2));
         }
     }
     Ok(samples)

@@ -2,7 +2,10 @@
 //! with SIGTERM then SIGKILL after a grace period, and never left behind
 //! (the guard's `Drop` stops whatever is still running, also on a panic).
 
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitStatus};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -217,4 +220,100 @@ pub fn group_cpu_ns(pgid: i32) -> Option<u64> {
         }
     }
     (!procs.is_empty()).then_some(total)
+}
+
+/// A process's stderr, read line by line as it comes (on a thread, or by a
+/// [`LineSink`]'s owner): the first 200 lines kept for error messages and
+/// meta.json, and every line passed on to whoever waits for one (a start-up
+/// line). Local and remote processes report through the same type.
+pub struct StderrLines {
+    kept: Arc<Mutex<Vec<String>>>,
+    rx: Receiver<String>,
+}
+
+/// The writing end of a [`StderrLines`].
+pub struct LineSink {
+    kept: Arc<Mutex<Vec<String>>>,
+    tx: Sender<String>,
+}
+
+impl LineSink {
+    pub fn push(&self, line: String) {
+        if let Ok(mut k) = self.kept.lock() {
+            if k.len() < 200 {
+                k.push(line.clone());
+            }
+        }
+        let _ = self.tx.send(line);
+    }
+}
+
+impl StderrLines {
+    /// A sink and the lines it fills.
+    pub fn pair() -> (LineSink, StderrLines) {
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel();
+        (
+            LineSink {
+                kept: Arc::clone(&kept),
+                tx,
+            },
+            StderrLines { kept, rx },
+        )
+    }
+
+    /// Follows `pipe` to its end on a thread of its own.
+    pub fn follow(pipe: impl Read + Send + 'static) -> StderrLines {
+        let (sink, lines) = StderrLines::pair();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                sink.push(line);
+            }
+        });
+        lines
+    }
+
+    /// The next line, up to `timeout`; `Disconnected` once the stream ended.
+    pub fn next(&self, timeout: Duration) -> Result<String, RecvTimeoutError> {
+        self.rx.recv_timeout(timeout)
+    }
+
+    /// Waits up to `timeout` for a line that `pred` accepts; an error, with
+    /// the tail, when none comes or the stream ends first.
+    pub fn wait_line(
+        &self,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> anyhow::Result<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.next(left) {
+                Ok(l) if pred(&l) => return Ok(l),
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    anyhow::bail!("no such line within {timeout:?}: {}", self.tail())
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    anyhow::bail!("it ended first: {}", self.tail())
+                }
+            }
+        }
+    }
+
+    /// The lines kept so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.kept.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// The last three kept lines, on one line.
+    pub fn tail(&self) -> String {
+        let l = self.lines();
+        let t = l[l.len().saturating_sub(3)..].join(" | ");
+        if t.is_empty() {
+            "no message".into()
+        } else {
+            t
+        }
+    }
 }

@@ -5,14 +5,13 @@
 //! waits, and SIGKILLs it if it has to. Dropping one that still runs kills
 //! it on its host, so nothing the runner started outlives it there.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, ExitStatus, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::ssh::{quote, tail, Session};
+use crate::procs::StderrLines;
+use crate::ssh::{quote, Session};
 
 /// Marks the line the wrapper prints before `exec`: the remote pid.
 const PID_MARK: &str = "shootout-remote-pid ";
@@ -22,8 +21,7 @@ pub struct RemoteProc {
     ssh: Session,
     pub pid: u32,
     child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-    rx: mpsc::Receiver<String>,
+    lines: StderrLines,
     exit: Option<ExitStatus>,
 }
 
@@ -51,25 +49,12 @@ impl RemoteProc {
             .stderr(Stdio::piped())
             .spawn()
             .context("running ssh")?;
-        let stderr = child.stderr.take().expect("piped");
-        let (tx, rx) = mpsc::channel();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let kept = Arc::clone(&lines);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Ok(mut k) = kept.lock() {
-                    if k.len() < 200 {
-                        k.push(line.clone());
-                    }
-                }
-                let _ = tx.send(line);
-            }
-        });
+        let lines = StderrLines::follow(child.stderr.take().expect("piped"));
         let name = &session.host.name;
         let deadline = Instant::now() + Duration::from_secs(15);
         let pid = loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
+            match lines.next(left) {
                 Ok(l) => {
                     if let Some(p) = l.strip_prefix(PID_MARK) {
                         break p
@@ -80,13 +65,11 @@ impl RemoteProc {
                 }
                 Err(_) => {
                     let _ = child.kill();
-                    let out = child.wait_with_output();
-                    let seen = lines.lock().map(|l| l.join("\n")).unwrap_or_default();
+                    let status = child.wait().ok();
                     bail!(
-                        "host {name}: `{}` did not start ({:?}): {}",
+                        "host {name}: `{}` did not start ({status:?}): {}",
                         argv.first().map_or("", String::as_str),
-                        out.map(|o| o.status).ok(),
-                        tail(seen.as_bytes())
+                        lines.tail()
                     );
                 }
             }
@@ -96,7 +79,6 @@ impl RemoteProc {
             pid,
             child,
             lines,
-            rx,
             exit: None,
         })
     }
@@ -107,24 +89,31 @@ impl RemoteProc {
         timeout: Duration,
         pred: impl Fn(&str) -> bool,
     ) -> anyhow::Result<String> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(l) if pred(&l) => return Ok(l),
-                Ok(_) => {}
-                Err(_) => bail!(
-                    "host {}: no such line within {timeout:?}; stderr: {}",
-                    self.ssh.host.name,
-                    tail(self.stderr().join("\n").as_bytes())
-                ),
-            }
-        }
+        self.lines
+            .wait_line(timeout, pred)
+            .with_context(|| format!("host {}", self.ssh.host.name))
     }
 
     /// The first 200 stderr lines so far.
     pub fn stderr(&self) -> Vec<String> {
-        self.lines.lock().map(|l| l.clone()).unwrap_or_default()
+        self.lines.lines()
+    }
+
+    /// Its stderr as it comes.
+    pub fn lines(&self) -> &StderrLines {
+        &self.lines
+    }
+
+    /// The host's name.
+    pub fn host(&self) -> &str {
+        &self.ssh.host.name
+    }
+
+    /// Sends `sig` (a name: INT, TERM) to the process on its host.
+    pub fn signal(&self, sig: &str) -> anyhow::Result<()> {
+        self.ssh
+            .run(&format!("kill -{sig} {} 2>/dev/null || true", self.pid))
+            .map(drop)
     }
 
     /// CPU seconds and peak RSS from the host's /proc.
@@ -181,8 +170,7 @@ impl RemoteProc {
         if let Some(s) = self.wait(Duration::ZERO) {
             return Ok(Some(s));
         }
-        self.ssh
-            .run(&format!("kill -TERM {} 2>/dev/null || true", self.pid))?;
+        self.signal("TERM")?;
         if let Some(s) = self.wait(grace) {
             return Ok(Some(s));
         }
@@ -206,9 +194,7 @@ impl Drop for RemoteProc {
         if self.wait(Duration::ZERO).is_none() {
             // SIGTERM first, so that a parent (nginx's master) takes its
             // children with it; then SIGKILL to the process and its children.
-            let _ = self
-                .ssh
-                .run(&format!("kill -TERM {} 2>/dev/null || true", self.pid));
+            let _ = self.signal("TERM");
             if self.wait(Duration::from_secs(2)).is_none() {
                 let _ = self.ssh.run(&kill_tree(self.pid));
             }

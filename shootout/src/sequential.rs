@@ -1,19 +1,23 @@
 //! The sequential design: one scenario repetition at a time, alone on the
-//! machine. Stages: place (hosts) -> start the stack -> verify -> load ->
+//! machine (or its hosts). Stages: place (hosts) -> start the stack ->
+//! verify from every load host -> load (one loadgen per load host) ->
 //! counter check -> stop; each stage owns what it started, so every exit
-//! path cleans up.
+//! path cleans up, here and on remote hosts alike.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::bail;
 
-use crate::host::Placement;
+use crate::host::{Host, Placement};
+use crate::hosts::Connected;
 use crate::load::{self, Timing};
-use crate::procs::usage;
+use crate::procs::Usage;
 use crate::record::RowRecord;
+use crate::running::Running;
 use crate::scenario::Scenario;
 use crate::stack::{Stack, StackSpec};
 use crate::{counter, verify, Interrupted};
@@ -32,6 +36,8 @@ pub struct Job<'a> {
     pub tmp: PathBuf,
     pub ns_index: usize,
     pub stop: &'a Arc<AtomicBool>,
+    /// The remote hosts' sessions, for rows that name hosts.
+    pub remote: Option<&'a Connected>,
 }
 
 /// Runs the job; errors are recorded in the returned record.
@@ -58,60 +64,129 @@ impl Job<'_> {
 
 fn run_stages(job: &Job, rec: &mut RowRecord) -> anyhow::Result<()> {
     let s = job.scenario;
-    let place = Placement::new(s, job.ns_index)?;
+    let place = Placement::new(s, job.ns_index, job.remote)?;
+    rec.topology = place.topology(s);
     rec.netem = place.netem.clone();
     let mut stack = job.start_stack(&place)?;
     rec.startup_line = Some(stack.startup_line.clone());
     rec.terminal = stack.terminal.clone();
     rec.log_file = stack.log_file.as_ref().map(|p| p.display().to_string());
-    rec.verified = stack.verify(&place.client)?;
+    // Every load host must reach the app; the first one's findings are kept.
+    for client in place.clients.iter().rev() {
+        rec.verified = stack.verify(client)?;
+    }
     let before = rec.verified.as_ref().map_or(0, |v| v.count);
 
-    let log_path = job.table_dir.join(format!("{}.jsonl", job.stem));
-    let timing = Timing {
-        warmup: s.warmup,
-        duration: s.duration,
-        start_at: None,
-    };
-    let argv = load::argv(job.loadgen_bin, s, stack.target, timing);
-    let mut loadgen = load::spawn(
-        &place.client,
-        argv,
-        &log_path,
-        &job.tmp.join("loadgen.stderr"),
-    )?;
-    let status = measure(job, rec, &mut stack, &mut loadgen)?;
-    rec.loadgen_exit = status.code();
-    let totals = load::read_log(&log_path)?;
-    rec.rps = totals.rps;
-    if !status.success() {
-        let msg = std::fs::read_to_string(job.tmp.join("loadgen.stderr")).unwrap_or_default();
-        bail!("loadgen exited with {status}: {}", msg.trim());
+    let mut loadgens = start_loadgens(job, &place, stack.target)?;
+    let status = measure(job, rec, &mut stack, &mut loadgens)?;
+    rec.loadgen_exit = status.iter().map(|(_, st)| st.code()).max().flatten();
+    let mut acknowledged = 0;
+    let mut rps = None;
+    for l in &loadgens {
+        let totals = load::read_log(&l.log)?;
+        acknowledged += totals.acknowledged;
+        rps = match (rps, totals.rps) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+    }
+    rec.rps = rps;
+    for (l, st) in loadgens.iter().zip(&status) {
+        if !st.1.success() {
+            bail!(
+                "{}loadgen exited with {}: {}",
+                l.host.prefix(),
+                st.1,
+                l.proc_.stderr().tail()
+            );
+        }
     }
     if verify::post_body(s.request).is_some() && !stack.is_ceiling() {
-        let after = stack.count(&place.client)?;
-        rec.counter = Some(counter::check(
-            before,
-            after,
-            totals.acknowledged,
-            s.connections,
-        )?);
+        let after = stack.count(place.client())?;
+        rec.counter = Some(counter::check(before, after, acknowledged, s.connections)?);
     }
     let (stopped, result) = stack.stop();
     rec.stopped(&stopped);
     result
 }
 
-/// Waits for loadgen, sampling usage and showing progress; Ctrl-C stops
-/// loadgen early and becomes [`Interrupted`].
+/// One loadgen of a row: where it runs, the process, its log here.
+struct Loadgen<'p> {
+    host: &'p Host,
+    proc_: Running,
+    log: PathBuf,
+}
+
+/// How long before the loadgens' common start the runner picks it when a
+/// row has several load hosts: time for every ssh start to land.
+const START_DELAY: Duration = Duration::from_secs(2);
+
+/// One loadgen per load host. A row with one writes `ROW[.repN].jsonl`;
+/// several start at one instant (`--start-at`), each with its share of the
+/// connections and rate, and write `ROW[.repN].shard-HOST.jsonl`, which the
+/// analysis merges by wall-clock interval.
+fn start_loadgens<'p>(
+    job: &Job,
+    place: &'p Placement,
+    target: std::net::SocketAddr,
+) -> anyhow::Result<Vec<Loadgen<'p>>> {
+    let s = job.scenario;
+    let n = place.clients.len();
+    // Binaries first (an upload can take a while), then the common start.
+    let bins = place
+        .clients
+        .iter()
+        .map(|h| h.place_binary(job.loadgen_bin))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let start_at = (n > 1).then(|| SystemTime::now() + START_DELAY);
+    let mut out = Vec::new();
+    for (i, (host, bin)) in place.clients.iter().zip(&bins).enumerate() {
+        let share = load::share_of(s, i, n);
+        let timing = Timing {
+            warmup: s.warmup,
+            duration: s.duration,
+            start_at,
+        };
+        let mut argv = load::argv(bin, &share, target, timing);
+        let log = match host {
+            Host::Remote(session) if n > 1 => {
+                let name = &session.host.name;
+                if let Some(p) = argv.iter().position(|a| a == "--shard") {
+                    argv[p + 1] = name.clone();
+                }
+                job.table_dir
+                    .join(format!("{}.shard-{name}.jsonl", job.stem))
+            }
+            _ => job.table_dir.join(format!("{}.jsonl", job.stem)),
+        };
+        let proc_ = load::spawn(host, argv, &log)?;
+        out.push(Loadgen { host, proc_, log });
+    }
+    Ok(out)
+}
+
+/// Waits for every loadgen, sampling usage (every 200 ms here, every second
+/// on remote hosts, where each read is an ssh round trip) and showing
+/// progress; Ctrl-C stops the loadgens early (SIGINT: they still write
+/// their summaries) and becomes [`Interrupted`]. Their exit statuses, in
+/// order.
 fn measure(
     job: &Job,
     rec: &mut RowRecord,
     stack: &mut Stack,
-    loadgen: &mut crate::procs::Proc,
-) -> anyhow::Result<std::process::ExitStatus> {
+    loadgens: &mut [Loadgen],
+) -> anyhow::Result<Vec<(usize, ExitStatus)>> {
     let s = job.scenario;
     let total = s.warmup + s.duration;
+    let remote = loadgens.iter().any(|l| l.host.is_remote());
+    let every = Duration::from_millis(if remote { 1000 } else { 200 });
+    let lead = if loadgens.len() > 1 {
+        START_DELAY
+    } else {
+        Duration::ZERO
+    };
+    // A loadgen stops by itself after its run; one that does not is lost.
+    let deadline = lead + total + Duration::from_secs(30);
     let bar = indicatif::ProgressBar::new(total.as_secs().max(1));
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -121,36 +196,75 @@ fn measure(
     );
     bar.set_prefix(format!("{} #{}", s.name, job.repetition));
     let started = Instant::now();
+    let mut sampled: Option<Instant> = None;
     let mut interrupted = false;
+    let fail = |loadgens: &mut [Loadgen], bar: &indicatif::ProgressBar, e: anyhow::Error| {
+        for l in loadgens.iter_mut() {
+            let _ = l.proc_.stop(Duration::from_secs(2));
+        }
+        bar.finish_and_clear();
+        Err(e)
+    };
     let status = loop {
-        if let Some(status) = loadgen.try_wait() {
-            break status;
+        let done: Vec<_> = loadgens
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, l)| l.proc_.try_wait().map(|st| (i, st)))
+            .collect();
+        if done.len() == loadgens.len() {
+            break done;
         }
-        if let Some(u) = usage(stack.server_pid()) {
-            rec.server = u;
-        }
-        if let Some(pid) = stack.nginx_pid() {
-            rec.nginx = usage(pid).or(rec.nginx);
-        }
-        if let Some(u) = usage(loadgen.pid()) {
-            rec.loadgen = u;
+        if sampled.is_none_or(|t| t.elapsed() >= every) {
+            sampled = Some(Instant::now());
+            sample(rec, stack, loadgens);
         }
         if job.stop.load(Ordering::Relaxed) && !interrupted {
             interrupted = true;
-            loadgen.signal(libc::SIGINT);
+            for l in loadgens.iter() {
+                let _ = l.proc_.interrupt();
+            }
         }
         if let Err(e) = stack.check_alive() {
-            loadgen.stop(Duration::from_secs(2));
-            bar.finish_and_clear();
-            return Err(e);
+            return fail(loadgens, &bar, e);
         }
-        bar.set_position(started.elapsed().as_secs().min(total.as_secs()));
-        std::thread::sleep(Duration::from_millis(200));
+        if started.elapsed() > deadline {
+            let e = anyhow::anyhow!("the loadgens did not finish within {deadline:?}");
+            return fail(loadgens, &bar, e);
+        }
+        bar.set_position(
+            started
+                .elapsed()
+                .saturating_sub(lead)
+                .as_secs()
+                .min(total.as_secs()),
+        );
+        std::thread::sleep(Duration::from_millis(if interrupted { 20 } else { 200 }));
     };
     bar.finish_and_clear();
+    // The server's (and nginx's) figures after the load.
+    sample(rec, stack, &[]);
     if interrupted {
-        rec.loadgen_exit = status.code();
+        rec.loadgen_exit = status.iter().filter_map(|(_, st)| st.code()).max();
         return Err(Interrupted.into());
     }
     Ok(status)
+}
+
+/// Records the latest usage of the server, nginx and the loadgens (summed
+/// over the load hosts); a process that has just ended keeps its last
+/// figures.
+fn sample(rec: &mut RowRecord, stack: &Stack, loadgens: &[Loadgen]) {
+    let (server, nginx) = stack.usage();
+    if let Some(u) = server {
+        rec.server = u;
+    }
+    rec.nginx = nginx.or(rec.nginx);
+    let all: Vec<Usage> = loadgens.iter().filter_map(|l| l.proc_.usage()).collect();
+    if !loadgens.is_empty() && all.len() == loadgens.len() {
+        rec.loadgen = Usage {
+            cpu_seconds: all.iter().map(|u| u.cpu_seconds).sum(),
+            peak_rss_bytes: all.iter().map(|u| u.peak_rss_bytes).sum(),
+            processes: all.iter().map(|u| u.processes).sum(),
+        };
+    }
 }

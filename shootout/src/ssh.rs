@@ -234,6 +234,7 @@ impl Session {
             &bytes,
             &format!("upload {name}"),
         )?;
+        let got = String::from_utf8_lossy(&got);
         let got = got.trim();
         if got != hash {
             let _ = self.run(&format!("rm -f {part}"));
@@ -257,9 +258,14 @@ impl Session {
         .map(drop)
     }
 
-    /// [`Session::run`] with `input` on the script's stdin; `what` names
-    /// the step in errors.
-    fn run_with_input(&self, script: &str, input: &[u8], what: &str) -> anyhow::Result<String> {
+    /// [`Session::run`] with `input` on the script's stdin and its stdout
+    /// as it came (bytes); `what` names the step in errors.
+    pub fn run_with_input(
+        &self,
+        script: &str,
+        input: &[u8],
+        what: &str,
+    ) -> anyhow::Result<Vec<u8>> {
         let mut child = self
             .command(script)
             .stdin(Stdio::piped())
@@ -273,7 +279,7 @@ impl Session {
         let out = child.wait_with_output().context("waiting for ssh")?;
         self.check(what, &out)?;
         written.with_context(|| format!("host {}: {what}", self.host.name))?;
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        Ok(out.stdout)
     }
 
     /// Reads the host's clock `rounds` times over one open channel (a shell

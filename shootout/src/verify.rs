@@ -32,6 +32,15 @@ pub fn exchange(addr: SocketAddr, method: &str, body: Option<&[u8]>) -> anyhow::
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
         .with_context(|| format!("connecting to {addr}"))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    s.write_all(&request(addr, method, body))?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)
+        .with_context(|| format!("reading the answer from {addr}"))?;
+    parse(&raw)
+}
+
+/// The bytes of one request to `/` that asks the server to close after it.
+pub fn request(addr: SocketAddr, method: &str, body: Option<&[u8]>) -> Vec<u8> {
     let mut req =
         format!("{method} / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n").into_bytes();
     if let Some(b) = body {
@@ -40,10 +49,11 @@ pub fn exchange(addr: SocketAddr, method: &str, body: Option<&[u8]>) -> anyhow::
     } else {
         req.extend_from_slice(b"\r\n");
     }
-    s.write_all(&req)?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)
-        .with_context(|| format!("reading the answer from {addr}"))?;
+    req
+}
+
+/// A whole answer, as read until the server closed.
+pub fn parse(raw: &[u8]) -> anyhow::Result<Exchange> {
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -105,10 +115,14 @@ pub struct Verified {
     pub count: u64,
 }
 
-/// GET, POST 0 and GET again: statuses, bodies, headers and that POST 0
-/// changes nothing. `proxied`: through nginx, which adds its own `Server`.
-pub fn verify(addr: SocketAddr, binary: bool) -> anyhow::Result<Verified> {
-    let get = exchange(addr, "GET", None)?;
+/// GET, POST 0 and a bad POST: statuses, bodies, headers and that POST 0
+/// changes nothing; `exchange` makes one request (method, body) wherever
+/// the checking host is.
+pub fn verify(
+    exchange: impl Fn(&str, Option<&[u8]>) -> anyhow::Result<Exchange>,
+    binary: bool,
+) -> anyhow::Result<Verified> {
+    let get = exchange("GET", None)?;
     let count = count_of(&get, binary).context("GET /")?;
     let want_type = if binary {
         "application/octet-stream"
@@ -138,12 +152,12 @@ pub fn verify(addr: SocketAddr, binary: bool) -> anyhow::Result<Verified> {
     } else {
         b"0".to_vec()
     };
-    let post = exchange(addr, "POST", Some(&zero))?;
+    let post = exchange("POST", Some(&zero))?;
     let after = count_of(&post, binary).context("POST / 0")?;
     if after != count {
         bail!("POST / 0 answered {after}, expected the unchanged count {count}");
     }
-    let bad = exchange(addr, "POST", Some(b"501x"))?;
+    let bad = exchange("POST", Some(b"501x"))?;
     if bad.status != 400 {
         bail!(
             "POST / with a bad body answered {} instead of 400",

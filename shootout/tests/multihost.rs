@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 mod support;
-use support::Hosts;
+use support::{scratch, Hosts};
 
 fn scenario(hosts_toml: &str, rows: &str) -> String {
     format!(
@@ -116,10 +116,7 @@ fn nothing_left(hosts: &Hosts) {
 
 #[test]
 fn two_load_hosts_through_a_proxy_host_end_to_end() {
-    let dir = tempfile::Builder::new()
-        .prefix("sho")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server proxy load1 load2", 3);
     let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
     let file = dir.path().join("multihost.toml");
@@ -153,6 +150,11 @@ fn two_load_hosts_through_a_proxy_host_end_to_end() {
             .as_str()
             .unwrap()
             .contains(" listening addr=10."));
+        assert_eq!(row["topology"], "hosts", "{row}");
+        // Verified from the load hosts, and the count after the load
+        // reconciled with the 2xx both loadgens read, as on one machine.
+        assert!(row["verified"]["count"].is_u64(), "{row}");
+        assert!(row["counter"].is_object(), "{row}");
     }
     for row in meta["rows"].as_array().unwrap() {
         // CPU from the hosts' /proc: the server's, and both loadgens'.
@@ -201,10 +203,7 @@ fn two_load_hosts_through_a_proxy_host_end_to_end() {
 
 #[test]
 fn a_load_host_lost_mid_run_is_named_and_nothing_is_left() {
-    let dir = tempfile::Builder::new()
-        .prefix("sho")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server proxy load1 load2", 4);
     let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
     let file = dir.path().join("lost.toml");
@@ -225,10 +224,7 @@ fn a_load_host_lost_mid_run_is_named_and_nothing_is_left() {
 
 #[test]
 fn a_skewed_clock_is_refused_before_anything_starts() {
-    let dir = tempfile::Builder::new()
-        .prefix("sho")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server load1", 5);
     let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
     let file = dir.path().join("skew.toml");
@@ -256,10 +252,7 @@ fn a_skewed_clock_is_refused_before_anything_starts() {
 
 #[test]
 fn ctrl_c_mid_run_stops_everything_on_every_host() {
-    let dir = tempfile::Builder::new()
-        .prefix("sho")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server proxy load1 load2", 6);
     let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
     let file = dir.path().join("ctrlc.toml");

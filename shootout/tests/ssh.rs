@@ -4,14 +4,13 @@
 //! error, `shootout hosts` on the file the script writes, and nothing left
 //! behind. Needs root and openssh-server (`shootout setup --all`).
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use shootout::ssh::{check_offset, Session};
 
 mod support;
-use support::{root, Hosts};
+use support::{built, control_dir, scratch, Hosts};
 
 fn local(cmd: &str, args: &[&str]) -> String {
     let out = Command::new(cmd).args(args).output().unwrap();
@@ -20,14 +19,9 @@ fn local(cmd: &str, args: &[&str]) -> String {
 
 #[test]
 fn sessions_check_upload_time_and_name_a_lost_host() {
-    // Short: the control sockets live here (Unix socket paths are short).
-    let dir = tempfile::Builder::new()
-        .prefix("sho")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let dir = scratch();
     let hosts = Hosts::up(dir.path(), "alpha beta", 0);
-    let control = dir.path().join("c");
-    std::fs::create_dir(&control).unwrap();
+    let control = control_dir(dir.path());
     let settings = hosts.settings();
     let alpha = Session::open(&hosts.host("alpha", 1), &settings, &control).unwrap();
     let beta = Session::open(&hosts.host("beta", 2), &settings, &control).unwrap();
@@ -110,10 +104,7 @@ fn sessions_check_upload_time_and_name_a_lost_host() {
 /// fails, and the other host's check still ran (its loadgen already there).
 #[test]
 fn the_hosts_command_checks_every_host_and_names_the_one_that_fails() {
-    let dir = tempfile::Builder::new()
-        .prefix("sho")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server load1", 1);
     let file = dir.path().join("hosts.toml");
     let shootout = |args: &[&str]| {
@@ -171,29 +162,16 @@ fn a_server_and_two_loadgens_on_three_hosts() {
     use shootout::remote::RemoteProc;
     use std::process::Stdio;
 
-    let dir = tempfile::Builder::new()
-        .prefix("sho")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server load1 load2", 2);
-    let control = dir.path().join("c");
-    std::fs::create_dir(&control).unwrap();
+    let control = control_dir(dir.path());
     let settings = hosts.settings();
     let open =
         |name: &str, i: u32| Session::open(&hosts.host(name, i), &settings, &control).unwrap();
     let (server, load1, load2) = (open("server", 1), open("load1", 2), open("load2", 3));
 
-    let root = root();
-    let build = Command::new("cargo")
-        .current_dir(&root)
-        .args(["build", "--quiet", "-p", "shootout-actix", "-p", "loadgen"])
-        .status()
-        .unwrap();
-    assert!(build.success());
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let (server_bin, _) = server.upload(&target.join("debug/actix-server")).unwrap();
+    let target = built(&["shootout-actix", "loadgen"]);
+    let (server_bin, _) = server.upload(&target.join("actix-server")).unwrap();
     let addr = hosts.host("server", 1).address;
     let argv = [
         server_bin,
@@ -215,7 +193,7 @@ fn a_server_and_two_loadgens_on_three_hosts() {
 
     let mut bins = Vec::new();
     for session in [&load1, &load2] {
-        let (bin, copied) = session.upload(&target.join("debug/loadgen")).unwrap();
+        let (bin, copied) = session.upload(&target.join("loadgen")).unwrap();
         assert!(copied);
         bins.push(bin);
     }
@@ -297,4 +275,94 @@ fn a_server_and_two_loadgens_on_three_hosts() {
         ))
         .unwrap();
     assert_eq!(gone.trim(), "gone");
+}
+
+/// One host seam for every row: the same steps through `Host` on this
+/// machine, in a network namespace and on a remote host over ssh. Each
+/// gets a private directory, a file written into it and the server binary
+/// placed; starts actix-server in a session of its own; reads its start-up
+/// line; requests from the host itself (POST 7, then GET: the count is 7);
+/// reads its usage from the host's /proc; stops it (exit 0). A remote
+/// host's directory goes when it drops.
+#[test]
+fn one_host_seam_here_in_a_namespace_and_over_ssh() {
+    use shootout::host::{Host, Launch};
+    use std::net::SocketAddr;
+    use std::process::Stdio;
+
+    let dir = scratch();
+    let hosts = Hosts::up(dir.path(), "server", 3);
+    let control = control_dir(dir.path());
+    let server = hosts.host("server", 1);
+    let session = Session::open(&server, &hosts.settings(), &control).unwrap();
+    let bin = built(&["shootout-actix"]).join("actix-server");
+    let ns = format!("{}-server", hosts.prefix);
+    assert!(hosts.namespaces().contains(&ns), "{:?}", hosts.namespaces());
+
+    let places = [
+        (Host::Local, "127.0.0.1"),
+        (Host::Netns(ns), server.address.as_str()),
+        (Host::Remote(session.handle()), server.address.as_str()),
+    ];
+    for (i, (host, ip)) in places.iter().enumerate() {
+        let what = format!("{host:?}");
+        let private = host.private_dir(&dir.path().join(format!("p{i}"))).unwrap();
+        let note = format!("{}/note.txt", private.path);
+        host.write_file(&note, b"hello").unwrap();
+        assert_eq!(std::fs::read(&note).unwrap(), b"hello", "{what}");
+        let placed = host.place_binary(&bin).unwrap();
+        assert_eq!(host.is_remote(), placed != bin.display().to_string());
+        let mut app = host
+            .spawn(Launch {
+                name: "server",
+                argv: vec![
+                    placed,
+                    "--bind".into(),
+                    format!("{ip}:0"),
+                    "--workers".into(),
+                    "1".into(),
+                ],
+                env: vec![("RUST_LOG", "info".into())],
+                stdout: Stdio::null(),
+                session: true,
+            })
+            .unwrap();
+        let line = app
+            .stderr()
+            .wait_line(Duration::from_secs(15), |l| l.contains(" listening addr="))
+            .unwrap();
+        let addr: SocketAddr = line
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix("addr="))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(addr.ip().to_string(), *ip, "{what}: {line}");
+        host.wait_port(addr).unwrap();
+        let post = host.exchange(addr, "POST", Some(b"7")).unwrap();
+        assert_eq!(post.status, 200, "{what}");
+        let get = host.exchange(addr, "GET", None).unwrap();
+        assert_eq!(get.body, b"7", "{what}: {get:?}");
+        let usage = app.usage().expect("usage");
+        assert!(usage.peak_rss_bytes > 1 << 20, "{what}: {usage:?}");
+        assert_eq!(usage.processes, 1, "{what}");
+        let status = app.stop(Duration::from_secs(10)).unwrap().expect("ended");
+        assert!(
+            status.success(),
+            "{what}: {status:?} {:?}",
+            app.stderr().lines()
+        );
+        assert!(!host.accepts(addr), "{what}: still accepting");
+        let path = private.path.clone();
+        drop(private);
+        assert_eq!(
+            std::path::Path::new(&path).exists(),
+            !host.is_remote(),
+            "{what}: {path}"
+        );
+    }
+    // A step that needs the runner inside the host's network says so.
+    let remote = Host::Remote(session.handle());
+    let err = remote.within(|| ()).unwrap_err().to_string();
+    assert!(err.starts_with("host server: "), "{err}");
 }

@@ -96,3 +96,38 @@ impl Drop for Hosts {
             .status();
     }
 }
+
+/// A temp dir with a short path in /tmp: ssh's control sockets live under
+/// it, and a Unix socket path has at most 107 bytes.
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("sho")
+        .tempdir_in("/tmp")
+        .unwrap()
+}
+
+/// A directory for sessions' control sockets, in `dir`.
+pub fn control_dir(dir: &Path) -> PathBuf {
+    let control = dir.join("c");
+    std::fs::create_dir(&control).unwrap();
+    control
+}
+
+/// Builds `packages` (dev profile); the directory their binaries are in.
+pub fn built(packages: &[&str]) -> PathBuf {
+    let root = root();
+    let mut args = vec!["build", "--quiet"];
+    for p in packages {
+        args.extend(["-p", p]);
+    }
+    let status = Command::new("cargo")
+        .current_dir(&root)
+        .args(&args)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cargo build {packages:?}");
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("debug")
+}
