@@ -79,7 +79,7 @@ fn run_stages(job: &Job, rec: &mut RowRecord) -> anyhow::Result<()> {
 
     let mut loadgens = start_loadgens(job, &place, stack.target)?;
     let status = measure(job, rec, &mut stack, &mut loadgens)?;
-    rec.loadgen_exit = status.iter().map(|(_, st)| st.code()).max().flatten();
+    rec.loadgen_exit = status.iter().filter_map(ExitStatus::code).max();
     let mut acknowledged = 0;
     let mut rps = None;
     for l in &loadgens {
@@ -92,11 +92,10 @@ fn run_stages(job: &Job, rec: &mut RowRecord) -> anyhow::Result<()> {
     }
     rec.rps = rps;
     for (l, st) in loadgens.iter().zip(&status) {
-        if !st.1.success() {
+        if !st.success() {
             bail!(
-                "{}loadgen exited with {}: {}",
+                "{}loadgen exited with {st}: {}",
                 l.host.prefix(),
-                st.1,
                 l.proc_.stderr().tail()
             );
         }
@@ -169,13 +168,13 @@ fn start_loadgens<'p>(
 /// on remote hosts, where each read is an ssh round trip) and showing
 /// progress; Ctrl-C stops the loadgens early (SIGINT: they still write
 /// their summaries) and becomes [`Interrupted`]. Their exit statuses, in
-/// order.
+/// the loadgens' order.
 fn measure(
     job: &Job,
     rec: &mut RowRecord,
     stack: &mut Stack,
     loadgens: &mut [Loadgen],
-) -> anyhow::Result<Vec<(usize, ExitStatus)>> {
+) -> anyhow::Result<Vec<ExitStatus>> {
     let s = job.scenario;
     let total = s.warmup + s.duration;
     let remote = loadgens.iter().any(|l| l.host.is_remote());
@@ -206,10 +205,9 @@ fn measure(
         Err(e)
     };
     let status = loop {
-        let done: Vec<_> = loadgens
+        let done: Vec<ExitStatus> = loadgens
             .iter_mut()
-            .enumerate()
-            .filter_map(|(i, l)| l.proc_.try_wait().map(|st| (i, st)))
+            .filter_map(|l| l.proc_.try_wait())
             .collect();
         if done.len() == loadgens.len() {
             break done;
@@ -244,7 +242,7 @@ fn measure(
     // The server's (and nginx's) figures after the load.
     sample(rec, stack, &[]);
     if interrupted {
-        rec.loadgen_exit = status.iter().filter_map(|(_, st)| st.code()).max();
+        rec.loadgen_exit = status.iter().filter_map(ExitStatus::code).max();
         return Err(Interrupted.into());
     }
     Ok(status)
