@@ -196,6 +196,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
         tmp: dir.join("tmp"),
         settings: &settings,
         stop,
+        remote: None,
     };
     let mut records: Vec<ComparisonRecord> = Vec::new();
     let finish = |records: &[ComparisonRecord], interrupted: bool| -> anyhow::Result<()> {

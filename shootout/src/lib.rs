@@ -399,6 +399,7 @@ fn run_paired(
         tmp: run.dir.join("tmp"),
         settings,
         stop: run.stop,
+        remote: run.remote,
     };
     meta.design = "paired".into();
     let mut comparisons = Vec::new();

@@ -35,8 +35,10 @@ use serde::Serialize;
 
 use crate::counter::{self, CounterCheck};
 use crate::host::Placement;
+use crate::hosts::Connected;
 use crate::load::{self, Timing};
 use crate::procs::group_cpu_ns;
+use crate::remote::{self, RemoteProc};
 use crate::running::Running;
 use crate::scenario::{PairedSettings, Scenario, Schedule};
 use crate::stack::{Stack, StackSpec};
@@ -52,6 +54,8 @@ pub struct Ctx<'a> {
     pub tmp: PathBuf,
     pub settings: &'a PairedSettings,
     pub stop: &'a Arc<AtomicBool>,
+    /// The remote hosts' sessions, for rows that name hosts.
+    pub remote: Option<&'a Connected>,
 }
 
 /// One block, as meta.json keeps it.
@@ -251,6 +255,7 @@ struct Side<'a> {
 }
 
 fn make_side<'s>(
+    ctx: &Ctx,
     role: &'static str,
     scenario: &'s Scenario,
     ns: usize,
@@ -260,7 +265,7 @@ fn make_side<'s>(
     Ok(Side {
         role,
         scenario,
-        place: Placement::new(scenario, ns, None)?,
+        place: Placement::new(scenario, ns, ctx.remote)?,
         stack: None,
         before: 0,
         loadgen: None,
@@ -282,8 +287,8 @@ fn run_block(
 ) -> anyhow::Result<()> {
     let stem = block_stem(n, order);
     let tmp = ctx.tmp.join(format!("{}-{n}", row.name));
-    let row_side = make_side("row", row, 2 * index, dir, &stem)?;
-    let base_side = make_side("base", base, 2 * index + 1, dir, &stem)?;
+    let row_side = make_side(ctx, "row", row, 2 * index, dir, &stem)?;
+    let base_side = make_side(ctx, "base", base, 2 * index + 1, dir, &stem)?;
     if let Some(why) = row_side
         .place
         .netem
@@ -320,10 +325,10 @@ fn run_block(
     }
     // Duet: both loadgens at one barrier. Alternate: slot 1's, then slot 2's.
     let samples = match ctx.settings.schedule {
-        Schedule::Duet => load_and_sample(ctx, &mut sides, &[0, 1])?,
+        Schedule::Duet => load_and_sample(ctx, &mut sides, &[0, 1], &tmp)?,
         Schedule::Alternate => {
-            let first = load_and_sample(ctx, &mut sides, &[0])?;
-            let second = load_and_sample(ctx, &mut sides, &[1])?;
+            let first = load_and_sample(ctx, &mut sides, &[0], &tmp)?;
+            let second = load_and_sample(ctx, &mut sides, &[1], &tmp)?;
             first
                 .into_iter()
                 .zip(second)
@@ -405,30 +410,42 @@ fn load_and_sample(
     ctx: &Ctx,
     sides: &mut [Side; 2],
     active: &[usize],
+    tmp: &Path,
 ) -> anyhow::Result<Vec<Sample>> {
-    // Far enough ahead for every loadgen to start.
-    let start_at = SystemTime::now() + Duration::from_millis(500);
-    let start = Instant::now() + Duration::from_millis(500);
+    // Binaries first (an upload can take a while), then a barrier far
+    // enough ahead for every loadgen to start (an ssh start is slower).
+    let mut bins = Vec::new();
+    for &i in active {
+        bins.push(sides[i].place.client().place_binary(ctx.loadgen_bin)?);
+    }
+    let remote = sides.iter().any(|s| s.place.server.is_remote());
+    let lead = Duration::from_millis(if remote { 2000 } else { 500 });
+    let start_at = SystemTime::now() + lead;
+    let start = Instant::now() + lead;
     let timing = Timing {
         warmup: ctx.settings.settle,
         duration: ctx.settings.block,
         start_at: Some(start_at),
     };
-    for &i in active {
+    for (&i, bin) in active.iter().zip(&bins) {
         let s = &mut sides[i];
         let target = s.stack.as_ref().expect("started").target;
-        let bin = s.place.client().place_binary(ctx.loadgen_bin)?;
-        let argv = load::argv(&bin, s.scenario, target, timing);
+        let argv = load::argv(bin, s.scenario, target, timing);
         s.loadgen = Some(load::spawn(s.place.client(), argv, &s.log)?);
     }
     let interval = sides[0].scenario.interval;
     let last = (timing.warmup.as_nanos().div_ceil(interval.as_nanos())
         + timing.duration.as_nanos().div_ceil(interval.as_nanos())) as u64;
+    let samplers = start_samplers(sides, tmp, start_at, interval, last)?;
     let mut samples = Vec::new();
+    // Here, the stacks' CPU is read from /proc at each boundary; remote
+    // stacks' comes from their hosts' samplers afterwards.
     let cpu = |s: &Side| -> u64 {
         let st = s.stack.as_ref().expect("started");
-        group_cpu_ns(st.server_pid()).unwrap_or(0)
-            + st.nginx_pid().and_then(group_cpu_ns).unwrap_or(0)
+        st.local_pids()
+            .into_iter()
+            .filter_map(group_cpu_ns)
+            .sum::<u64>()
     };
     let stop_all = |sides: &mut [Side; 2]| {
         for s in sides.iter_mut() {
@@ -473,5 +490,65 @@ fn load_and_sample(
             let _ = l.stop(Duration::from_secs(2));
         }
     }
+    add_remote_cpu(samplers, &mut samples, deadline)?;
     Ok(samples)
+}
+
+/// A CPU sampler on a remote host: the slot whose stack it reads, the
+/// process, and the file it writes here.
+type Sampler = (usize, RemoteProc, PathBuf);
+
+/// One sampler per slot and remote host its server or nginx runs on.
+fn start_samplers(
+    sides: &[Side; 2],
+    tmp: &Path,
+    start_at: SystemTime,
+    interval: Duration,
+    last: u64,
+) -> anyhow::Result<Vec<Sampler>> {
+    let mut out = Vec::new();
+    for (slot, s) in sides.iter().enumerate() {
+        let procs = s.stack.as_ref().expect("started").remote_procs();
+        let mut hosts: Vec<&str> = procs.iter().map(|p| p.host()).collect();
+        hosts.dedup();
+        for host in hosts {
+            let on: Vec<&&RemoteProc> = procs.iter().filter(|p| p.host() == host).collect();
+            let pids: Vec<u32> = on.iter().map(|p| p.pid).collect();
+            std::fs::create_dir_all(tmp).with_context(|| format!("creating {}", tmp.display()))?;
+            let path = tmp.join(format!("cpu-{}-{host}.txt", s.role));
+            let file = std::fs::File::create(&path)
+                .with_context(|| format!("creating {}", path.display()))?;
+            let session = on[0].session();
+            let proc_ = remote::cpu_sampler(session, &pids, start_at, interval, last, file.into())?;
+            out.push((slot, proc_, path));
+        }
+    }
+    Ok(out)
+}
+
+/// Adds what the remote samplers read to each boundary's figures; an error
+/// naming the host when one missed a boundary.
+fn add_remote_cpu(
+    samplers: Vec<Sampler>,
+    samples: &mut [Sample],
+    deadline: Instant,
+) -> anyhow::Result<()> {
+    for (slot, mut proc_, path) in samplers {
+        proc_.wait(deadline.saturating_duration_since(Instant::now()));
+        let _ = proc_.stop(Duration::from_secs(2));
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let read = remote::read_cpu_samples(&text);
+        for (k, _, ns) in samples.iter_mut() {
+            let Some(v) = read.get(k) else {
+                bail!(
+                    "host {}: the CPU sampler has no reading at boundary {k}: {}",
+                    proc_.host(),
+                    proc_.lines().tail()
+                );
+            };
+            ns[slot] += v;
+        }
+    }
+    Ok(())
 }

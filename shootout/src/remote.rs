@@ -6,7 +6,7 @@
 //! it on its host, so nothing the runner started outlives it there.
 
 use std::process::{Child, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 
@@ -109,6 +109,11 @@ impl RemoteProc {
         &self.ssh.host.name
     }
 
+    /// The session it was started over.
+    pub fn session(&self) -> &Session {
+        &self.ssh
+    }
+
     /// Sends `sig` (a name: INT, TERM) to the process on its host.
     pub fn signal(&self, sig: &str) -> anyhow::Result<()> {
         self.ssh
@@ -202,6 +207,56 @@ impl Drop for RemoteProc {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Starts, on `session`'s host, a reader of the CPU time of `pids` and
+/// their children (nginx's workers) at the interval boundaries
+/// `start + k * interval`, k = 0..=last, by the host's clock: what the
+/// paired design reads from this machine's /proc for local stacks, read
+/// there, so that a reading is not late by an ssh round trip. One line
+/// `k nanoseconds` per boundary (the sum of every thread's run time from
+/// `/proc/PID/task/TID/schedstat`) goes to `out`; it ends by itself after
+/// the last boundary.
+pub fn cpu_sampler(
+    session: &Session,
+    pids: &[u32],
+    start: SystemTime,
+    interval: Duration,
+    last: u64,
+    out: Stdio,
+) -> anyhow::Result<RemoteProc> {
+    let start_ns = start.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+    let script = format!(
+        r#"k=0
+while [ $k -le {last} ]; do
+  d=$(( {start_ns} + k * {interval_ns} - $(date +%s%N) ))
+  if [ $d -gt 0 ]; then sleep "$((d / 1000000000)).$(printf %09d $((d % 1000000000)))"; fi
+  ns=0
+  for p in {pids}; do
+    for q in $p $(pgrep -P $p); do
+      for f in /proc/$q/task/*/schedstat; do
+        {{ read t rest < "$f"; }} 2>/dev/null && ns=$((ns + t))
+      done
+    done
+  done
+  echo "$k $ns"
+  k=$((k + 1))
+done"#,
+        interval_ns = interval.as_nanos(),
+        pids = pids.join(" "),
+    );
+    RemoteProc::spawn(session, &["sh".into(), "-c".into(), script], out)
+}
+
+/// What [`cpu_sampler`] wrote: nanoseconds by boundary.
+pub fn read_cpu_samples(text: &str) -> std::collections::HashMap<u64, u64> {
+    text.lines()
+        .filter_map(|l| {
+            let (k, ns) = l.split_once(' ')?;
+            Some((k.parse().ok()?, ns.trim().parse().ok()?))
+        })
+        .collect()
 }
 
 /// SIGKILL to `pid`'s children, then to it: nginx's workers would outlive a

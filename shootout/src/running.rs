@@ -33,6 +33,14 @@ impl Running {
         }
     }
 
+    /// The remote process, when it runs on another host.
+    pub fn remote(&self) -> Option<&RemoteProc> {
+        match self {
+            Running::Here(..) => None,
+            Running::There(r) => Some(r),
+        }
+    }
+
     /// The exit status, once it has exited.
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
         match self {

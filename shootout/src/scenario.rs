@@ -717,12 +717,24 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             "[paired] needs design = \"paired\"".into(),
         ));
     }
-    if !matches!(design, Design::Sequential) || raw.kind.is_some() {
+    if raw.kind.as_ref().is_some_and(|k| k.get_ref() == "memory") {
         if let Some(s) = scenarios.iter().find(|s| s.hosts.is_some()) {
             return Err(err(
                 0,
                 format!(
-                    "row {:?} is on remote hosts: those run in the sequential design only, for now",
+                    "row {:?} is on remote hosts: the memory design reads the server's memory on this machine only",
+                    s.name
+                ),
+            ));
+        }
+    }
+    if matches!(design, Design::Paired(_)) {
+        let several = |s: &&Scenario| s.hosts.as_ref().is_some_and(|h| h.load.len() > 1);
+        if let Some(s) = scenarios.iter().find(several) {
+            return Err(err(
+                0,
+                format!(
+                    "row {:?}: in the paired design a row on remote hosts has one load host",
                     s.name
                 ),
             ));

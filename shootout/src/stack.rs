@@ -20,6 +20,7 @@ use crate::load::taskset;
 use crate::nginx;
 use crate::output::Sink;
 use crate::procs::{self, StderrLines, Usage};
+use crate::remote::RemoteProc;
 use crate::running::Running;
 use crate::scenario::{LogSink, Request, Scenario};
 use crate::verify::{self, Verified};
@@ -283,6 +284,27 @@ impl Stack {
     /// nginx's pid on its host.
     pub fn nginx_pid(&self) -> Option<i32> {
         self.nginx.as_ref().map(Running::pid)
+    }
+
+    /// The pids of the server and nginx that run on this machine: process
+    /// group leaders (each started in a group or session of its own).
+    pub fn local_pids(&self) -> Vec<i32> {
+        let server = match &self.server {
+            ServerProc::Started(p) => p.local_pid(),
+            ServerProc::InTerminal(x, _) => Some(x.server_pid),
+        };
+        let nginx = self.nginx.as_ref().and_then(Running::local_pid);
+        server.into_iter().chain(nginx).collect()
+    }
+
+    /// The server and nginx when they run on other hosts.
+    pub fn remote_procs(&self) -> Vec<&RemoteProc> {
+        let server = match &self.server {
+            ServerProc::Started(p) => p.remote(),
+            ServerProc::InTerminal(..) => None,
+        };
+        let nginx = self.nginx.as_ref().and_then(Running::remote);
+        server.into_iter().chain(nginx).collect()
     }
 
     /// CPU time and peak RSS of the server and of nginx (master and

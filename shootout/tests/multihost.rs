@@ -75,6 +75,23 @@ fn wait_for(child: &mut std::process::Child, pattern: &str) {
     }
 }
 
+/// Runs `file` with results under `dir`, which must succeed; the run's
+/// directory and its meta.json.
+fn run_to_end(file: &Path, dir: &Path) -> (std::path::PathBuf, serde_json::Value) {
+    let out = shootout(file, &dir.join("results"), &[])
+        .wait_with_output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let run = std::fs::read_dir(dir.join("results"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let meta = serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap());
+    (run, meta.unwrap())
+}
+
 fn text(out: &Output) -> String {
     format!(
         "{}{}",
@@ -121,18 +138,7 @@ fn two_load_hosts_through_a_proxy_host_end_to_end() {
     let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
     let file = dir.path().join("multihost.toml");
     std::fs::write(&file, scenario(&hosts_toml, ROWS)).unwrap();
-    let out = shootout(&file, &dir.path().join("results"), &[])
-        .wait_with_output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let run = std::fs::read_dir(dir.path().join("results"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap()).unwrap();
+    let (run, meta) = run_to_end(&file, dir.path());
     let checked = meta["hosts"].as_array().unwrap();
     assert_eq!(checked.len(), 4, "{meta}");
     for h in checked {
@@ -273,5 +279,103 @@ fn ctrl_c_mid_run_stops_everything_on_every_host() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    nothing_left(&hosts);
+}
+
+/// The paired design on remote hosts: an A/A row and a row behind nginx on
+/// the proxy host, each against a baseline on the server host, loaded from
+/// a load host, both stacks up at once. The servers' and nginx's CPU time at
+/// every interval boundary is read on their own hosts (a sampler each) and
+/// lands in the block's cpu.jsonl; counters reconcile; nothing is left.
+#[test]
+fn a_paired_comparison_on_remote_hosts() {
+    let dir = scratch();
+    let hosts = Hosts::up(dir.path(), "server proxy load1", 7);
+    let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
+    let file = dir.path().join("paired.toml");
+    let text_of_file = format!(
+        r#"title = "paired on hosts"
+baseline = "base"
+design = "paired"
+
+{hosts_toml}
+[paired]
+block = "2s"
+settle = "1s"
+budget = "5s"
+min_blocks = 2
+
+[defaults]
+request = "post"
+connections = 8
+workers = 1
+server_host = "server"
+load_hosts = ["load1"]
+
+[[scenario]]
+name = "base"
+server = "actix"
+
+[[scenario]]
+name = "aa"
+server = "actix"
+
+[[scenario]]
+name = "proxied"
+server = "actix"
+proxy = "proxy"
+proxy_host = "proxy"
+"#
+    );
+    std::fs::write(&file, text_of_file).unwrap();
+    let (run, meta) = run_to_end(&file, dir.path());
+    assert_eq!(meta["design"], "paired");
+    let comps = meta["paired"].as_array().unwrap();
+    assert_eq!(comps.len(), 2, "{meta}");
+    for c in comps {
+        assert!(c["error"].is_null(), "{c}");
+        assert!(c["cpu_ratio"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["rps_ratio"].as_f64().unwrap() > 0.0, "{c}");
+        let blocks = c["blocks"].as_array().unwrap();
+        assert!(blocks.len() >= 2, "{c}");
+        for b in blocks {
+            assert!(b["error"].is_null(), "{b}");
+            for side in ["row", "base"] {
+                assert_eq!(b[format!("{side}_server_exit")], 0, "{b}");
+                assert_eq!(b[format!("{side}_counter")]["ok"], true, "{b}");
+                assert!(b[format!("{side}_startup_line")]
+                    .as_str()
+                    .unwrap()
+                    .contains(" listening addr=10."));
+            }
+        }
+    }
+    // Every boundary has both slots' CPU, read on the hosts, and it grows.
+    for row in ["aa", "proxied"] {
+        let mut files = 0;
+        for entry in std::fs::read_dir(run.join("paired").join(row)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if !name.ends_with(".cpu.jsonl") {
+                continue;
+            }
+            files += 1;
+            let lines: Vec<serde_json::Value> = std::fs::read_to_string(&path)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            assert!(lines.len() >= 3, "{name}");
+            for side in ["row_cpu_ns", "base_cpu_ns"] {
+                let first = lines[0][side].as_u64().unwrap();
+                let last = lines.last().unwrap()[side].as_u64().unwrap();
+                assert!(
+                    first > 0 && last > first,
+                    "{name} {side}: {first} -> {last}"
+                );
+            }
+        }
+        assert!(files >= 2, "{row}: {files} cpu files");
+    }
     nothing_left(&hosts);
 }
