@@ -270,8 +270,8 @@ impl Stack {
         self.ceiling
     }
 
-    /// The server's pid on its host (designs that read /proc at every
-    /// interval run on this machine only).
+    /// The server's pid on its host (the memory design, which reads it
+    /// many times a second, runs on this machine only).
     pub fn server_pid(&self) -> i32 {
         self.server.pid()
     }
@@ -279,11 +279,6 @@ impl Stack {
     /// The server's stderr lines so far (the first 200).
     pub fn stderr_lines(&self) -> Vec<String> {
         self.server.stderr().lines()
-    }
-
-    /// nginx's pid on its host.
-    pub fn nginx_pid(&self) -> Option<i32> {
-        self.nginx.as_ref().map(Running::pid)
     }
 
     /// The pids of the server and nginx that run on this machine: process
