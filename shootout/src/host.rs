@@ -221,7 +221,8 @@ impl Host {
     }
 
     /// A port that was free on `ip` here a moment ago; on a remote host,
-    /// which the runner cannot ask, a random one for the caller to try.
+    /// which the runner does not ask (binding a port there would need a tool
+    /// such as python on the host), a random one for the caller to try.
     pub fn pick_port(&self, ip: IpAddr) -> anyhow::Result<u16> {
         match self {
             Host::Remote(_) => {

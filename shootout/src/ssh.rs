@@ -258,6 +258,16 @@ impl Session {
         .map(drop)
     }
 
+    /// `script` started with its stdin, stdout and stderr piped.
+    fn spawn_piped(&self, script: &str) -> anyhow::Result<std::process::Child> {
+        self.command(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("running ssh")
+    }
+
     /// [`Session::run`] with `input` on the script's stdin and its stdout
     /// as it came (bytes); `what` names the step in errors.
     pub fn run_with_input(
@@ -266,13 +276,7 @@ impl Session {
         input: &[u8],
         what: &str,
     ) -> anyhow::Result<Vec<u8>> {
-        let mut child = self
-            .command(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("running ssh")?;
+        let mut child = self.spawn_piped(script)?;
         let mut stdin = child.stdin.take().expect("piped");
         let written = stdin.write_all(input);
         drop(stdin);
@@ -290,13 +294,7 @@ impl Session {
     pub fn clock_offset(&self, rounds: usize) -> anyhow::Result<ClockOffset> {
         use std::io::{BufRead, BufReader};
         let script = format!("while read -r _; do {}; done", clock_command());
-        let mut child = self
-            .command(&script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("running ssh")?;
+        let mut child = self.spawn_piped(&script)?;
         let mut stdin = child.stdin.take().expect("piped");
         let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
         let mut best: Option<ClockOffset> = None;

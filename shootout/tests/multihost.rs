@@ -34,6 +34,15 @@ proxy_host = "proxy"
 load_hosts = ["load1", "load2"]
 "#;
 
+/// Writes `dir/name`: the hosts `scripts/netns-hosts` made, then `rows`
+/// with the shared defaults.
+fn scenario_file(dir: &Path, name: &str, rows: &str) -> std::path::PathBuf {
+    let hosts_toml = std::fs::read_to_string(dir.join("hosts.toml")).unwrap();
+    let file = dir.join(name);
+    std::fs::write(&file, scenario(&hosts_toml, rows)).unwrap();
+    file
+}
+
 fn shootout(file: &Path, out: &Path, env: &[(&str, &str)]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_shootout"))
         .arg("run")
@@ -135,9 +144,7 @@ fn nothing_left(hosts: &Hosts) {
 fn two_load_hosts_through_a_proxy_host_end_to_end() {
     let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server proxy load1 load2", 3);
-    let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
-    let file = dir.path().join("multihost.toml");
-    std::fs::write(&file, scenario(&hosts_toml, ROWS)).unwrap();
+    let file = scenario_file(dir.path(), "multihost.toml", ROWS);
     let (run, meta) = run_to_end(&file, dir.path());
     let checked = meta["hosts"].as_array().unwrap();
     assert_eq!(checked.len(), 4, "{meta}");
@@ -211,10 +218,8 @@ fn two_load_hosts_through_a_proxy_host_end_to_end() {
 fn a_load_host_lost_mid_run_is_named_and_nothing_is_left() {
     let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server proxy load1 load2", 4);
-    let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
-    let file = dir.path().join("lost.toml");
     let rows = ROWS.replace("name = \"direct\"", "name = \"direct\"\nduration = \"20s\"");
-    std::fs::write(&file, scenario(&hosts_toml, &rows)).unwrap();
+    let file = scenario_file(dir.path(), "lost.toml", &rows);
     let mut child = shootout(&file, &dir.path().join("results"), &[]);
     // Wait until load2's loadgen runs, then take load2 away.
     let load2_bin = dir.path().join("hosts/load2/work/bin");
@@ -232,10 +237,8 @@ fn a_load_host_lost_mid_run_is_named_and_nothing_is_left() {
 fn a_skewed_clock_is_refused_before_anything_starts() {
     let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server load1", 5);
-    let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
-    let file = dir.path().join("skew.toml");
     let rows = "[[scenario]]\nname = \"direct\"\nserver = \"actix\"\nserver_host = \"server\"\nload_hosts = [\"load1\"]\n";
-    std::fs::write(&file, scenario(&hosts_toml, rows)).unwrap();
+    let file = scenario_file(dir.path(), "skew.toml", rows);
     let out = shootout(
         &file,
         &dir.path().join("results"),
@@ -260,13 +263,11 @@ fn a_skewed_clock_is_refused_before_anything_starts() {
 fn ctrl_c_mid_run_stops_everything_on_every_host() {
     let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server proxy load1 load2", 6);
-    let hosts_toml = std::fs::read_to_string(dir.path().join("hosts.toml")).unwrap();
-    let file = dir.path().join("ctrlc.toml");
     let rows = ROWS.replace(
         "name = \"proxied\"",
         "name = \"proxied\"\nduration = \"30s\"",
     );
-    std::fs::write(&file, scenario(&hosts_toml, &rows)).unwrap();
+    let file = scenario_file(dir.path(), "ctrlc.toml", &rows);
     let mut child = shootout(&file, &dir.path().join("results"), &[]);
     let load1_bin = dir.path().join("hosts/load1/work/bin");
     // The proxied row's loadgens: nginx runs on the proxy host by then.
