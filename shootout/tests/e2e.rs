@@ -663,7 +663,7 @@ fn alternate_schedule_loads_one_stack_after_the_other() {
 fn xterm_missing() -> Option<String> {
     let missing: Vec<&str> = ["Xvfb", "xterm", "alacritty"]
         .into_iter()
-        .filter(|p| shootout::setup::find(p).is_none())
+        .filter(|p| shootout::prepare::setup::find(p).is_none())
         .collect();
     (!missing.is_empty()).then(|| format!("{} not installed", missing.join(" and ")))
 }

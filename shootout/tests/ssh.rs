@@ -7,7 +7,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use shootout::ssh::{check_offset, Session};
+use shootout::place::ssh::{check_offset, Session};
 
 mod support;
 use support::{built, control_dir, scratch, Hosts};
@@ -159,7 +159,7 @@ fn the_hosts_command_checks_every_host_and_names_the_one_that_fails() {
 /// still running when its handle drops killed on its host.
 #[test]
 fn a_server_and_two_loadgens_on_three_hosts() {
-    use shootout::remote::RemoteProc;
+    use shootout::place::remote::RemoteProc;
     use std::process::Stdio;
 
     let dir = scratch();
@@ -286,7 +286,7 @@ fn a_server_and_two_loadgens_on_three_hosts() {
 /// host's directory goes when it drops.
 #[test]
 fn one_host_seam_here_in_a_namespace_and_over_ssh() {
-    use shootout::host::{Host, Launch};
+    use shootout::place::host::{Host, Launch};
     use std::net::SocketAddr;
     use std::process::Stdio;
 

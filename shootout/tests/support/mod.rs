@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use shootout::ssh::{RemoteHost, SshSettings};
+use shootout::place::ssh::{RemoteHost, SshSettings};
 
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

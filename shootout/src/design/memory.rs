@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use analysis::memory::{MemoryRecord, Reclaim, Sample};
 use anyhow::{bail, Context};
 
-use crate::procs::resident_kib;
-use crate::running::Running;
-use crate::scenario::MemorySettings;
-use crate::sequential::Job;
+use crate::config::scenario::MemorySettings;
+use crate::design::sequential::Job;
+use crate::place::procs::resident_kib;
+use crate::place::running::Running;
 use crate::stack::Stack;
 use crate::Interrupted;
 
@@ -55,7 +55,7 @@ pub fn write(table_dir: &Path, stem: &str, rec: &MemoryRecord) -> anyhow::Result
 
 fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Result<()> {
     let s = job.scenario;
-    let place = crate::host::Placement::new(s, job.ns_index, None)?;
+    let place = crate::place::placement::Placement::new(s, job.ns_index, None)?;
     let mut stack = job.start_stack(&place)?;
     let started = Instant::now();
     rec.startup_line = stack.startup_line.clone();
@@ -84,7 +84,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
     rec.idle = sample(&stack)?;
 
     let log = job.table_dir.join(format!("{}.hold.jsonl", job.stem));
-    let mut argv = crate::load::taskset(&s.loadgen_cpus);
+    let mut argv = crate::measure::load::taskset(&s.loadgen_cpus);
     argv.push(place.client().place_binary(job.loadgen_bin)?);
     for (flag, value) in [
         ("--hold", humantime::format_duration(m.hold).to_string()),
@@ -99,7 +99,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
         argv.extend([flag.into(), value]);
     }
     argv.push(format!("http://{}/", stack.target));
-    let mut loadgen = crate::load::spawn(place.client(), argv, &log)?;
+    let mut loadgen = crate::measure::load::spawn(place.client(), argv, &log)?;
 
     // Set-up: wait for the `held` record.
     let mut held_at = None;

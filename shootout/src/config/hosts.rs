@@ -23,11 +23,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use serde::Deserialize;
 use toml::Spanned;
-
-use crate::ssh::{self, ClockOffset, Preflight, RemoteHost, Session, SshSettings};
 
 /// What a host is for in a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -36,6 +34,27 @@ pub enum Role {
     Server,
     Proxy,
     Load,
+}
+
+/// How to reach a remote host (`[hosts.NAME]` in a scenario file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteHost {
+    /// The name the scenario file gives it: every error names it.
+    pub name: String,
+    pub address: String,
+    pub user: String,
+    pub port: u16,
+    /// Where the runner puts binaries and temporary files on that host.
+    pub workdir: String,
+}
+
+/// `[ssh]`: the settings shared by every host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshSettings {
+    pub identity: Option<PathBuf>,
+    /// Host keys are checked strictly against this file, never learnt.
+    pub known_hosts: PathBuf,
+    pub connect_timeout: Duration,
 }
 
 /// One `[hosts.NAME]` table.
@@ -205,16 +224,6 @@ pub fn parse_spanned(path: &Path, text: &str) -> Result<Option<Remote>, (usize, 
     }))
 }
 
-/// `shootout hosts FILE`: builds loadgen, checks every host, and returns the
-/// table to print.
-pub fn check_file(path: &Path, profile: crate::build::Profile) -> anyhow::Result<String> {
-    let Some(remote) = load(path)? else {
-        bail!("{}: no [ssh] and [hosts.NAME] tables", path.display());
-    };
-    let loadgen = crate::build::loadgen(&crate::build::workspace_root(), profile)?;
-    Ok(table(&check(&remote, &loadgen)?))
-}
-
 /// The hosts one row runs on (`server_host`, `proxy_host`, `load_hosts`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RowHosts {
@@ -296,133 +305,6 @@ pub fn row_hosts(
         proxy,
         load: loads,
     }))
-}
-
-/// What the check found on one host.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Checked {
-    pub name: String,
-    pub role: Role,
-    pub address: String,
-    pub preflight: Preflight,
-    pub clock: ClockOffset,
-    /// Where loadgen is on a load host, and whether this check copied it.
-    pub loadgen: Option<(String, bool)>,
-}
-
-/// Open sessions to every host of a file, checked. The sessions close
-/// before their control directory goes (field order).
-pub struct Connected {
-    pub hosts: Vec<(HostEntry, Session, Checked)>,
-    _control: tempfile::TempDir,
-}
-
-impl Connected {
-    /// The session to host `name`.
-    pub fn session(&self, name: &str) -> anyhow::Result<&Session> {
-        self.hosts
-            .iter()
-            .find(|(e, _, _)| e.host.name == name)
-            .map(|(_, s, _)| s)
-            .with_context(|| format!("no session to host {name}"))
-    }
-}
-
-/// Connects to every host at once (all of them, not stopping at the first
-/// failure): one ssh connection each, preflight, clock offset, loadgen
-/// uploaded to load hosts. An error lists every host that failed, one line
-/// each, and closes the others.
-pub fn connect(remote: &Remote, loadgen: &Path) -> anyhow::Result<Connected> {
-    let control = tempfile::Builder::new()
-        .prefix("shootout-ssh")
-        .tempdir_in("/tmp")
-        .context("creating the ssh control directory")?;
-    let results: Vec<anyhow::Result<(Session, Checked)>> = std::thread::scope(|scope| {
-        let jobs: Vec<_> = remote
-            .hosts
-            .iter()
-            .map(|entry| {
-                let control = control.path();
-                scope.spawn(move || check_one(remote, entry, loadgen, control))
-            })
-            .collect();
-        jobs.into_iter()
-            .map(|j| j.join().unwrap_or_else(|_| bail!("a host check panicked")))
-            .collect()
-    });
-    let mut ok = Vec::new();
-    let mut failed = Vec::new();
-    for (entry, r) in remote.hosts.iter().zip(results) {
-        match r {
-            Ok((session, checked)) => ok.push((entry.clone(), session, checked)),
-            Err(e) => failed.push(format!("{e:#}")),
-        }
-    }
-    if !failed.is_empty() {
-        bail!("{}", failed.join("\n"));
-    }
-    Ok(Connected {
-        hosts: ok,
-        _control: control,
-    })
-}
-
-/// [`connect`], then close: what `shootout hosts` reports.
-pub fn check(remote: &Remote, loadgen: &Path) -> anyhow::Result<Vec<Checked>> {
-    let connected = connect(remote, loadgen)?;
-    Ok(connected.hosts.iter().map(|(_, _, c)| c.clone()).collect())
-}
-
-fn check_one(
-    remote: &Remote,
-    entry: &HostEntry,
-    loadgen: &Path,
-    control: &Path,
-) -> anyhow::Result<(Session, Checked)> {
-    let session = Session::open(&entry.host, &remote.ssh, control)?;
-    let preflight = session.preflight()?;
-    let clock = session.clock_offset(8)?;
-    ssh::check_offset(&entry.host.name, clock, remote.clock_limit_ms)?;
-    let loadgen = match entry.role {
-        Role::Load => Some(session.upload(loadgen)?),
-        _ => None,
-    };
-    let checked = Checked {
-        name: entry.host.name.clone(),
-        role: entry.role,
-        address: entry.host.address.clone(),
-        preflight,
-        clock,
-        loadgen,
-    };
-    Ok((session, checked))
-}
-
-/// The table `shootout hosts` prints.
-pub fn table(checked: &[Checked]) -> String {
-    let mut out = String::from(
-        "host      role    address          arch     cores  kernel                    clock offset (rtt)   loadgen\n",
-    );
-    for c in checked {
-        let role = format!("{:?}", c.role).to_lowercase();
-        let loadgen = match &c.loadgen {
-            Some((path, true)) => format!("copied to {path}"),
-            Some((path, false)) => format!("already at {path}"),
-            None => "-".into(),
-        };
-        out.push_str(&format!(
-            "{:<9} {:<7} {:<16} {:<8} {:>5}  {:<25} {:>+8.2} ms ({:.2} ms)   {loadgen}\n",
-            c.name,
-            role,
-            c.address,
-            c.preflight.arch,
-            c.preflight.cores,
-            c.preflight.kernel,
-            c.clock.offset_ms,
-            c.clock.rtt_ms,
-        ));
-    }
-    out
 }
 
 #[cfg(test)]

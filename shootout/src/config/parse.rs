@@ -1,99 +1,18 @@
-//! Scenario files: one TOML file per table, one `[[scenario]]` per row.
-//! Every error names the file and the line.
+//! Parsing a scenario file: `[defaults]`, `[[scenario]]` rows, the design
+//! tables (`[paired]`, `[memory]`) and the hosts, with every default
+//! applied and every error naming the file and the line.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use app_core::workers::Workers;
 use serde::Deserialize;
 use toml::Spanned;
 
-/// Server features both crates define.
-pub use app_core::ALL_FEATURES as FEATURES;
-
-/// A scenario file problem: `file:line: message`.
-#[derive(Debug, thiserror::Error)]
-#[error("{file}:{line}: {message}")]
-pub struct ScenarioError {
-    pub file: PathBuf,
-    pub line: usize,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Server {
-    Actix,
-    Ntex,
-}
-
-impl Server {
-    pub fn package(self) -> &'static str {
-        match self {
-            Server::Actix => "shootout-actix",
-            Server::Ntex => "shootout-ntex",
-        }
-    }
-    pub fn binary(self) -> &'static str {
-        match self {
-            Server::Actix => "actix-server",
-            Server::Ntex => "ntex-server",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Topology {
-    /// Server and loadgen on 127.0.0.1.
-    Loopback,
-    /// Server and loadgen in two network namespaces of the runner's own,
-    /// joined by a veth pair.
-    Netns,
-}
-
-/// Where the server's stdout (its log, with `log-stdout`) goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LogSink {
-    /// Discarded (`/dev/null`).
-    None,
-    /// A pseudo-terminal the runner drains, as a terminal emulator would.
-    Terminal,
-    /// A pipe into a reader that writes a file.
-    Pipe,
-    /// A plain file redirect.
-    File,
-    /// A real terminal emulator, xterm, drawing on a private Xvfb display.
-    Xterm,
-    /// alacritty (OpenGL, software rendering) on a private Xvfb display.
-    Alacritty,
-}
-
-/// The C library a server is built against: glibc (the host's), or musl
-/// (a static `x86_64-unknown-linux-musl` build, with musl's malloc when no
-/// allocator feature is on).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Libc {
-    #[default]
-    Glibc,
-    Musl,
-}
-
-impl Libc {
-    /// The cargo `--target` of a musl build.
-    pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Request {
-    Get,
-    Post,
-    /// POST with the binary body (u16 500 little-endian).
-    Binary,
-}
+use crate::config::scenario::{
+    Design, Libc, LogSink, MemorySettings, PairedSettings, Request, Scenario, ScenarioError,
+    ScenarioFile, Schedule, Server, Topology, FEATURES,
+};
 
 /// `workers = 1` or `workers = "physical"`.
 #[derive(Debug, Clone, Deserialize)]
@@ -160,7 +79,7 @@ struct RawFile {
     defaults: Settings,
     #[serde(default)]
     scenario: Vec<Settings>,
-    /// Remote hosts: accepted here, read by `crate::hosts`.
+    /// Remote hosts: accepted here, read by `crate::config::hosts`.
     #[serde(rename = "ssh")]
     _ssh: Option<toml::Value>,
     #[serde(rename = "hosts")]
@@ -190,222 +109,6 @@ struct RawMemory {
     setup_timeout: Option<String>,
 }
 
-/// Settings of memory rows (`kind = "memory"`; see the crate README).
-#[derive(Debug, Clone, PartialEq)]
-pub struct MemorySettings {
-    /// How long loadgen holds the connections once all are open.
-    pub hold: Duration,
-    /// Wait before the idle sample and, once all connections are open,
-    /// before the held sample.
-    pub settle: Duration,
-    /// Wait after loadgen closed every connection before the last sample.
-    pub after: Duration,
-    /// Most time loadgen may take to open and answer every connection.
-    pub setup_timeout: Duration,
-}
-
-impl Default for MemorySettings {
-    fn default() -> Self {
-        MemorySettings {
-            hold: Duration::from_secs(3),
-            settle: Duration::from_secs(1),
-            after: Duration::from_secs(2),
-            setup_timeout: Duration::from_secs(60),
-        }
-    }
-}
-
-/// How the rows of a file are measured.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Design {
-    /// Each row alone, repetitions in rounds (A B C, A B C).
-    Sequential,
-    /// Each row against the baseline, both stacks up and loaded at once.
-    Paired(PairedSettings),
-    /// Memory rows: the server's memory idle, with connections held, after
-    /// they closed (`kind = "memory"`), repetitions in rounds.
-    Memory(MemorySettings),
-}
-
-/// How the two stacks of a paired block are loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Schedule {
-    /// Both at once (the default; see `paired.rs` for why).
-    Duet,
-    /// One after the other within the block, each for settle + block.
-    Alternate,
-}
-
-/// Settings of the paired design (see the crate README).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PairedSettings {
-    pub schedule: Schedule,
-    /// Measured length of one block (both stacks fresh, one slot order).
-    pub block: Duration,
-    /// Load before each block's measured part, left out.
-    pub settle: Duration,
-    /// Most measuring time for one comparison.
-    pub budget: Duration,
-    /// Stop a comparison early once both metrics' 95% CIs are this narrow
-    /// (half-width, percent).
-    pub target_ci_pct: f64,
-    /// Fewest blocks before the target may stop a comparison (even: AB and
-    /// BA alike).
-    pub min_blocks: u32,
-    /// Seed of the slot orders (recorded, so a run can be repeated).
-    pub seed: u64,
-}
-
-impl Default for PairedSettings {
-    fn default() -> Self {
-        PairedSettings {
-            schedule: Schedule::Duet,
-            block: Duration::from_secs(10),
-            settle: Duration::from_secs(2),
-            budget: Duration::from_secs(180),
-            target_ci_pct: 0.5,
-            min_blocks: 6,
-            seed: 1,
-        }
-    }
-}
-
-/// One row, with every default applied.
-#[derive(Debug, Clone)]
-pub struct Scenario {
-    pub name: String,
-    pub label: String,
-    pub server: Server,
-    pub features: Vec<String>,
-    /// The servers' `--workers` (their default, `logical`, when none).
-    pub workers: Option<Workers>,
-    pub backlog: u32,
-    pub topology: Topology,
-    /// netem delay asked for on netns rows.
-    pub link_delay: Option<Duration>,
-    /// nginx config name under `nginx/` (e.g. `proxy`), or none.
-    pub proxy: Option<String>,
-    pub nginx_workers: usize,
-    pub log: LogSink,
-    pub log_level: String,
-    pub request: Request,
-    pub connections: u32,
-    pub threads: u32,
-    pub duration: Duration,
-    pub warmup: Duration,
-    pub interval: Duration,
-    pub rate: Option<f64>,
-    pub server_cpus: Option<String>,
-    pub loadgen_cpus: Option<String>,
-    pub repetitions: u32,
-    pub spin_ns: Option<u64>,
-    pub client_timeout: Option<u16>,
-    pub libc: Libc,
-    pub original: Option<analysis::Original>,
-    /// Set for rows on remote hosts (`server_host`, `load_hosts`…).
-    pub hosts: Option<crate::hosts::RowHosts>,
-}
-
-/// A parsed scenario file.
-#[derive(Debug, Clone)]
-pub struct ScenarioFile {
-    pub path: PathBuf,
-    /// File stem: the table's name.
-    pub name: String,
-    pub title: String,
-    pub baseline: Option<String>,
-    pub design: Design,
-    pub scenarios: Vec<Scenario>,
-    /// `[ssh]` and `[hosts.NAME]`, when the file has them.
-    pub remote: Option<crate::hosts::Remote>,
-}
-
-impl ScenarioFile {
-    /// One line per scenario: name, variant, topology, sinks, load (`shootout list`).
-    pub fn write_list(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
-        writeln!(
-            out,
-            "{} ({}): {} scenarios",
-            self.title,
-            self.path.display(),
-            self.scenarios.len()
-        )?;
-        if let Design::Paired(p) = &self.design {
-            writeln!(
-                out,
-                "  paired against {:?}: {:?} schedule, blocks of {} after {} settle, budget {} per comparison, target ±{}%",
-                self.baseline.as_deref().unwrap_or(""),
-                p.schedule,
-                humantime::format_duration(p.block),
-                humantime::format_duration(p.settle),
-                humantime::format_duration(p.budget),
-                p.target_ci_pct
-            )?;
-        }
-        if let Design::Memory(m) = &self.design {
-            writeln!(
-                out,
-                "  memory rows: idle after {settle}, held {hold} (sampled {settle} after all are open), sampled again {} after they closed",
-                humantime::format_duration(m.after),
-                hold = humantime::format_duration(m.hold),
-                settle = humantime::format_duration(m.settle),
-            )?;
-        }
-        let timed = matches!(self.design, Design::Sequential);
-        for s in &self.scenarios {
-            writeln!(
-                out,
-                "  {:<28} {:<45} {}{} log={:?} {} c={}{}{}",
-                s.name,
-                s.variant(),
-                match &s.hosts {
-                    Some(h) => format!("hosts:{}<-{}", h.server, h.load.join(",")),
-                    None => format!("{:?}", s.topology),
-                },
-                match (&s.proxy, s.hosts.as_ref().and_then(|h| h.proxy.as_ref())) {
-                    (Some(p), Some(host)) => format!("+nginx:{p}@{host}"),
-                    (Some(p), None) => format!("+nginx:{p}"),
-                    _ => String::new(),
-                },
-                s.log,
-                if matches!(self.design, Design::Memory(_)) {
-                    "hold".to_string()
-                } else {
-                    format!("{:?}", s.request)
-                },
-                s.connections,
-                if timed {
-                    format!(" d={}", humantime::format_duration(s.duration))
-                } else {
-                    String::new()
-                },
-                if s.repetitions > 1 {
-                    format!(" x{}", s.repetitions)
-                } else {
-                    String::new()
-                },
-            )?;
-        }
-        Ok(())
-    }
-}
-
-impl Scenario {
-    /// `actix-server+global-counter+keepalive-os`: one build per distinct value.
-    pub fn variant(&self) -> String {
-        let mut v = self.server.binary().to_string();
-        for f in &self.features {
-            v.push('+');
-            v.push_str(f);
-        }
-        if self.libc == Libc::Musl {
-            v.push_str("@musl");
-        }
-        v
-    }
-}
-
 /// Reads and checks a scenario file.
 pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
     let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
@@ -415,7 +118,6 @@ pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
     })?;
     parse(path, &text)
 }
-
 /// Parses scenario text (`path` is used in messages and for the table name).
 pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
     let err = |offset: usize, message: String| ScenarioError {
@@ -427,7 +129,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         let offset = e.span().map_or(0, |s| s.start);
         err(offset, e.message().to_string())
     })?;
-    let remote = crate::hosts::parse_spanned(path, text).map_err(|(at, m)| err(at, m))?;
+    let remote = crate::config::hosts::parse_spanned(path, text).map_err(|(at, m)| err(at, m))?;
     if raw.scenario.is_empty() {
         return Err(err(0, "no [[scenario]]".into()));
     }
@@ -571,7 +273,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         if spin_ns.is_some() && !features.iter().any(|f| f == "calibrate") {
             return Err(err(at, "spin_ns needs the calibrate feature".into()));
         }
-        let hosts = crate::hosts::row_hosts(
+        let hosts = crate::config::hosts::row_hosts(
             remote.as_ref(),
             o.server_host.as_ref().or(d.server_host.as_ref()),
             o.proxy_host.as_ref().or(d.proxy_host.as_ref()),

@@ -9,31 +9,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use sha2::{Digest, Sha256};
 
-/// How to reach a remote host (`[hosts.NAME]` in a scenario file).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteHost {
-    /// The name the scenario file gives it: every error names it.
-    pub name: String,
-    pub address: String,
-    pub user: String,
-    pub port: u16,
-    /// Where the runner puts binaries and temporary files on that host.
-    pub workdir: String,
-}
-
-/// `[ssh]`: the settings shared by every host.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SshSettings {
-    pub identity: Option<PathBuf>,
-    /// Host keys are checked strictly against this file, never learnt.
-    pub known_hosts: PathBuf,
-    pub connect_timeout: Duration,
-}
+pub use crate::config::hosts::{RemoteHost, SshSettings};
 
 /// What preflight found on a host (recorded in `meta.json`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

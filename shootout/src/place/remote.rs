@@ -10,8 +10,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 
-use crate::procs::StderrLines;
-use crate::ssh::{quote, Session};
+use crate::place::procs::StderrLines;
+use crate::place::ssh::{quote, Session};
 
 /// Marks the line the wrapper prints before `exec`: the remote pid.
 const PID_MARK: &str = "shootout-remote-pid ";

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::procs::Proc;
+use crate::place::procs::Proc;
 
 /// Window size in character cells.
 pub const COLUMNS: u32 = 120;

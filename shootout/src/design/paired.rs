@@ -31,18 +31,19 @@ use analysis::paired::report::{cpu_metric, rps_metric};
 use analysis::paired::{block_stem, CpuSample, Order};
 use anyhow::{bail, Context};
 use rand::{Rng, SeedableRng};
-use serde::Serialize;
 
-use crate::counter::{self, CounterCheck};
-use crate::host::Placement;
-use crate::hosts::Connected;
-use crate::load::{self, Timing};
-use crate::procs::group_cpu_ns;
-use crate::remote::{self, RemoteProc};
-use crate::running::Running;
-use crate::scenario::{PairedSettings, Scenario, Schedule};
+use crate::check::counter;
+use crate::check::verify;
+use crate::config::scenario::{PairedSettings, Scenario, Schedule};
+use crate::measure::load::{self, Timing};
+use crate::place::connect::Connected;
+use crate::place::placement::Placement;
+use crate::place::procs::group_cpu_ns;
+use crate::place::remote::{self, RemoteProc};
+use crate::place::running::Running;
+use crate::record::comparison::{BlockRecord, ComparisonRecord};
 use crate::stack::{Stack, StackSpec};
-use crate::{verify, Interrupted};
+use crate::Interrupted;
 
 /// What a paired comparison needs from the run.
 pub struct Ctx<'a> {
@@ -56,49 +57,6 @@ pub struct Ctx<'a> {
     pub stop: &'a Arc<AtomicBool>,
     /// The remote hosts' sessions, for rows that name hosts.
     pub remote: Option<&'a Connected>,
-}
-
-/// One block, as meta.json keeps it.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct BlockRecord {
-    pub block: u32,
-    pub order: String,
-    pub row_startup_line: Option<String>,
-    pub base_startup_line: Option<String>,
-    /// The terminal emulators the servers ran in (`log = "xterm"` rows).
-    pub row_terminal: Option<String>,
-    pub base_terminal: Option<String>,
-    pub row_counter: Option<CounterCheck>,
-    pub base_counter: Option<CounterCheck>,
-    pub row_loadgen_exit: Option<i32>,
-    pub base_loadgen_exit: Option<i32>,
-    pub row_server_exit: Option<i32>,
-    pub base_server_exit: Option<i32>,
-    pub seconds: f64,
-    pub error: Option<String>,
-}
-
-/// One comparison, as meta.json keeps it.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct ComparisonRecord {
-    pub row: String,
-    pub baseline: String,
-    pub row_variant: String,
-    pub base_variant: String,
-    pub server_cpus: Option<String>,
-    pub loadgen_cpus: Option<String>,
-    pub settings: String,
-    pub blocks: Vec<BlockRecord>,
-    pub pairs: usize,
-    pub seconds: f64,
-    /// `target`, `budget`, `interrupted` or `error`.
-    pub stopped_by: String,
-    pub rps_ratio: Option<f64>,
-    pub rps_ci95_pct: Option<f64>,
-    pub cpu_ratio: Option<f64>,
-    pub cpu_ci95_pct: Option<f64>,
-    pub netem: Option<String>,
-    pub error: Option<String>,
 }
 
 /// Runs blocks of `row` against `base` until the target or the budget.
@@ -196,7 +154,7 @@ pub fn compare(
             row.name,
             base.name,
             order.as_str(),
-            progress(&rec)
+            rec.progress()
         );
         if let Some(e) = failed {
             if e.is::<Interrupted>() {
@@ -227,20 +185,6 @@ fn update_figures(rec: &mut ComparisonRecord, dir: &Path) {
     rec.rps_ci95_pct = rps.map(|m| m.ci95_pct);
     rec.cpu_ratio = cpu.map(|m| m.ratio);
     rec.cpu_ci95_pct = cpu.map(|m| m.ci95_pct);
-}
-
-/// `2xx/s 0.9981 ± 0.41%, CPU/request 1.0030 ± 0.38% (96 pairs)`.
-pub fn progress(rec: &ComparisonRecord) -> String {
-    let m = |r: Option<f64>, ci: Option<f64>| match (r, ci) {
-        (Some(r), Some(ci)) => format!("{r:.4} ± {ci:.2}%"),
-        _ => "n/a".into(),
-    };
-    format!(
-        "2xx/s {}, CPU/request {} ({} pairs)",
-        m(rec.rps_ratio, rec.rps_ci95_pct),
-        m(rec.cpu_ratio, rec.cpu_ci95_pct),
-        rec.pairs
-    )
 }
 
 /// The two sides of a block, in slot order.

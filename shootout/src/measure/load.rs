@@ -9,9 +9,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 
-use crate::host::{Host, Launch};
-use crate::running::Running;
-use crate::scenario::{Request, Scenario};
+use crate::config::scenario::{Request, Scenario};
+use crate::place::host::{Host, Launch};
+use crate::place::running::Running;
 
 /// How long and when one loadgen runs.
 #[derive(Debug, Clone, Copy)]

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 
 use anyhow::Context;
 
-use crate::scenario::LogSink;
+use crate::config::scenario::LogSink;
 
 /// The server's stdout end, and the thread draining the other end (if any).
 pub struct Sink {
@@ -26,7 +26,7 @@ impl Sink {
     pub fn new(kind: LogSink, file: &Path) -> anyhow::Result<Sink> {
         let bytes = Arc::new(AtomicU64::new(0));
         let (stdio, reader) = match kind {
-            // The emulator is the server's terminal (see `crate::emulator`).
+            // The emulator is the server's terminal (see `crate::stack::emulator`).
             LogSink::None | LogSink::Xterm | LogSink::Alacritty => (Stdio::null(), None),
             LogSink::File => {
                 let f =

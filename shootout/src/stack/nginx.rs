@@ -2,31 +2,14 @@
 //! the foreground on its host. The system's nginx configuration is never read.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::host::{Host, HostDir, Launch};
-use crate::running::Running;
-
-/// The nginx binary, or a one-line error naming the fix.
-pub fn binary() -> anyhow::Result<PathBuf> {
-    match crate::setup::find(crate::setup::NGINX.program) {
-        Some(p) => Ok(p),
-        None => bail!("nginx not found: install it (apt-get install -y nginx-light)"),
-    }
-}
-
-/// `nginx -v`, e.g. `nginx/1.22.1`.
-pub fn version() -> Option<String> {
-    let out = Command::new(binary().ok()?).arg("-v").output().ok()?;
-    let text = String::from_utf8_lossy(&out.stderr);
-    text.split_whitespace()
-        .find(|t| t.starts_with("nginx/"))
-        .map(str::to_owned)
-}
+use crate::place::host::{Host, HostDir, Launch};
+use crate::place::running::Running;
 
 /// Fills the placeholders of `nginx/<name>.conf`.
 pub fn render(

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 
-use crate::scenario::{Libc, Scenario};
+use crate::config::scenario::{Libc, Scenario};
 
 /// The workspace root: the nearest ancestor of the current directory with a
 /// `Cargo.lock`, or the directory this crate was built from.

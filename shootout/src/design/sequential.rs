@@ -12,15 +12,17 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::bail;
 
-use crate::host::{Host, Placement};
-use crate::hosts::Connected;
-use crate::load::{self, Timing};
-use crate::procs::Usage;
-use crate::record::RowRecord;
-use crate::running::Running;
-use crate::scenario::Scenario;
+use crate::check::{counter, verify};
+use crate::config::scenario::Scenario;
+use crate::measure::load::{self, Timing};
+use crate::place::connect::Connected;
+use crate::place::host::Host;
+use crate::place::placement::Placement;
+use crate::place::procs::Usage;
+use crate::place::running::Running;
+use crate::record::row::RowRecord;
 use crate::stack::{Stack, StackSpec};
-use crate::{counter, verify, Interrupted};
+use crate::Interrupted;
 
 /// What one repetition needs from the run.
 pub struct Job<'a> {

@@ -16,9 +16,13 @@ use analysis::paired::report::{cpu_metric, rps_metric, Metric};
 use anyhow::{bail, Context};
 use serde::Serialize;
 
-use crate::paired::{self, ComparisonRecord};
-use crate::scenario::{LogSink, PairedSettings, Request, Scenario, Schedule, Server, Topology};
-use crate::{build, meta};
+use crate::config::scenario::{
+    LogSink, PairedSettings, Request, Scenario, Schedule, Server, Topology,
+};
+use crate::design::paired;
+use crate::prepare::build;
+use crate::record::comparison::ComparisonRecord;
+use crate::record::meta;
 use app_core::workers::Workers;
 
 /// How to calibrate.
@@ -135,7 +139,7 @@ fn scenario(name: &str, label: &str, o: &CalibrateOptions) -> Scenario {
         server_cpus: Some("1".into()),
         loadgen_cpus: Some("0".into()),
         repetitions: 1,
-        libc: crate::scenario::Libc::Glibc,
+        libc: crate::config::scenario::Libc::Glibc,
         spin_ns: None,
         client_timeout: None,
         hosts: None,
@@ -153,7 +157,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
     }
     let root = build::workspace_root();
     // Before anything is built or written.
-    crate::setup::ensure(&crate::setup::needs_of([&scenario("base", "", o)]))?;
+    crate::prepare::setup::ensure(&crate::prepare::setup::needs_of([&scenario("base", "", o)]))?;
     std::fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
     let out = std::fs::canonicalize(&o.out)?;
     let dir = out.join(format!("{}-calibration", meta::timestamp()));
@@ -212,7 +216,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
             &["-C", &root.display().to_string(), "rev-parse", "HEAD"]
         ));
         write_json(&dir.join("meta.json"), &m)?;
-        crate::analyse(&dir);
+        crate::record::report::analyse(&dir);
         Ok(())
     };
 

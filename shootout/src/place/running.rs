@@ -1,4 +1,4 @@
-//! A process started through a [`crate::host::Host`]: a child of the
+//! A process started through a [`crate::place::host::Host`]: a child of the
 //! runner here (in this machine's network or one of its namespaces) or a
 //! process on a remote host. Waiting, stopping, signalling, stderr and
 //! usage work alike for both; dropping one stops it wherever it runs.
@@ -6,8 +6,8 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use crate::procs::{self, Proc, StderrLines, Usage};
-use crate::remote::RemoteProc;
+use crate::place::procs::{self, Proc, StderrLines, Usage};
+use crate::place::remote::RemoteProc;
 
 /// A running process, here or there.
 pub enum Running {

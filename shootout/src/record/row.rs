@@ -2,11 +2,11 @@
 
 use serde::Serialize;
 
-use crate::counter::CounterCheck;
-use crate::procs::Usage;
-use crate::scenario::Scenario;
+use crate::check::counter::CounterCheck;
+use crate::check::verify::Verified;
+use crate::config::scenario::Scenario;
+use crate::place::procs::Usage;
 use crate::stack::Stopped;
-use crate::verify::Verified;
 
 /// Everything recorded about one scenario repetition (part of meta.json).
 #[derive(Debug, Clone, Default, Serialize)]

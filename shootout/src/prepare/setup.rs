@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 
-use crate::scenario::{Scenario, Topology};
+use crate::config::scenario::{Scenario, Topology};
 
 /// A program the project runs and the Debian package that has it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,12 +135,12 @@ pub fn needs_of<'a>(rows: impl IntoIterator<Item = &'a Scenario>) -> Vec<Need> {
         if s.features.iter().any(|f| f == "jemalloc") {
             needs.extend([CC, MAKE]);
         }
-        if s.libc == crate::scenario::Libc::Musl {
+        if s.libc == crate::config::scenario::Libc::Musl {
             needs.push(MUSL_GCC);
         }
         match s.log {
-            crate::scenario::LogSink::Xterm => needs.extend([XVFB, XTERM, FIXED_FONT]),
-            crate::scenario::LogSink::Alacritty => needs.extend([XVFB, ALACRITTY]),
+            crate::config::scenario::LogSink::Xterm => needs.extend([XVFB, XTERM, FIXED_FONT]),
+            crate::config::scenario::LogSink::Alacritty => needs.extend([XVFB, ALACRITTY]),
             _ => {}
         }
     }
@@ -165,7 +165,7 @@ pub fn needs_of_files(files: &[PathBuf], all_needs: bool) -> anyhow::Result<Vec<
 pub fn rows_of_files(files: &[PathBuf]) -> anyhow::Result<Vec<Scenario>> {
     let mut rows = Vec::new();
     for f in files {
-        rows.extend(crate::scenario::load(f)?.scenarios);
+        rows.extend(crate::config::parse::load(f)?.scenarios);
     }
     Ok(rows)
 }
@@ -174,7 +174,7 @@ pub fn rows_of_files(files: &[PathBuf]) -> anyhow::Result<Vec<Scenario>> {
 /// with `rustup target add` when missing (rustup fetches it), else one line
 /// saying what to do.
 pub fn ensure_rust_targets<'a>(rows: impl IntoIterator<Item = &'a Scenario>) -> anyhow::Result<()> {
-    use crate::scenario::Libc;
+    use crate::config::scenario::Libc;
     if !rows.into_iter().any(|s| s.libc == Libc::Musl) {
         return Ok(());
     }
@@ -364,6 +364,23 @@ fn apt(env: &Env, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The nginx binary, or a one-line error naming the fix.
+pub fn nginx_binary() -> anyhow::Result<PathBuf> {
+    match find(NGINX.program) {
+        Some(p) => Ok(p),
+        None => bail!("nginx not found: install it (apt-get install -y nginx-light)"),
+    }
+}
+
+/// `nginx -v`, e.g. `nginx/1.22.1`.
+pub fn nginx_version() -> Option<String> {
+    let out = Command::new(nginx_binary().ok()?).arg("-v").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    text.split_whitespace()
+        .find(|t| t.starts_with("nginx/"))
+        .map(str::to_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -467,7 +484,7 @@ proxy = "proxy"
 topology = "netns"
 server_cpus = "1"
 "#;
-        let f = crate::scenario::parse(Path::new("t.toml"), text).unwrap();
+        let f = crate::config::parse::parse(Path::new("t.toml"), text).unwrap();
         assert_eq!(needs_of(&f.scenarios[..1]), vec![]);
         assert_eq!(needs_of(&f.scenarios), vec![NGINX, IP, TASKSET, CMAKE, GXX]);
     }

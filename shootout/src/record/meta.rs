@@ -6,8 +6,8 @@ use std::process::Command;
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::record::RowRecord;
-use crate::scenario::ScenarioFile;
+use crate::config::scenario::ScenarioFile;
+use crate::record::row::RowRecord;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Meta {
@@ -29,13 +29,13 @@ pub struct Meta {
     pub rows: Vec<RowRecord>,
     /// Paired design: one record per comparison.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub paired: Vec<crate::paired::ComparisonRecord>,
+    pub paired: Vec<crate::record::comparison::ComparisonRecord>,
     /// Memory rows: one record per repetition (also in the table directory).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<analysis::memory::MemoryRecord>,
     /// Remote hosts: what preflight found and each clock offset.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub hosts: Vec<crate::hosts::Checked>,
+    pub hosts: Vec<crate::place::connect::Checked>,
 }
 
 /// A command's trimmed stdout when it succeeds.
@@ -112,7 +112,7 @@ impl Meta {
             scenario_file: file.path.display().to_string(),
             rustc: output("rustc", &["-V"]),
             crate_versions: crate_versions(root),
-            nginx: crate::nginx::version(),
+            nginx: crate::prepare::setup::nginx_version(),
             cpu_model: cpu_model(),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             kernel: output("uname", &["-r"]),

@@ -3,60 +3,29 @@
 //! or on remote hosts, all through [`Host`]), verified from each load host,
 //! and stopped; dropping a stack stops whatever it still runs, wherever.
 
-use std::io::{BufRead, BufReader};
+pub mod emulator;
+pub mod nginx;
+pub mod server;
+pub mod sink;
+
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 
-use crate::emulator::{self, Emulator};
-use crate::host::{Host, HostDir, Launch, Placement};
-use crate::load::taskset;
-use crate::nginx;
-use crate::output::Sink;
-use crate::procs::{self, StderrLines, Usage};
-use crate::remote::RemoteProc;
-use crate::running::Running;
-use crate::scenario::{LogSink, Request, Scenario};
-use crate::verify::{self, Verified};
-
-/// The server's command line for scenario `s`: pinning, `bin`, the bind
-/// address and the flags the row sets; a counter file and an access log
-/// (for the features that need them) in `files`. Local and remote stacks
-/// start their servers with it.
-pub fn server_argv(s: &Scenario, bin: String, bind: SocketAddr, files: &Path) -> Vec<String> {
-    let mut argv = taskset(&s.server_cpus);
-    argv.extend([
-        bin,
-        "--bind".into(),
-        bind.to_string(),
-        "--backlog".into(),
-        s.backlog.to_string(),
-    ]);
-    if let Some(w) = s.workers {
-        argv.extend(["--workers".into(), w.to_string()]);
-    }
-    if let Some(secs) = s.client_timeout {
-        argv.extend(["--client-timeout".into(), secs.to_string()]);
-    }
-    if let Some(ns) = s.spin_ns {
-        argv.extend(["--spin-ns".into(), ns.to_string()]);
-    }
-    for (feature, flag, file) in [
-        ("mmap-backend", "--counter-file", "count"),
-        ("log-file", "--log-file", "access.log"),
-    ] {
-        if s.features.iter().any(|f| f == feature) {
-            argv.extend([flag.into(), files.join(file).display().to_string()]);
-        }
-    }
-    argv
-}
+use crate::check::verify::{self, Verified};
+use crate::config::scenario::{LogSink, Request, Scenario};
+use crate::place::host::{Host, HostDir, Launch};
+use crate::place::placement::Placement;
+use crate::place::procs::Usage;
+use crate::place::remote::RemoteProc;
+use crate::place::running::Running;
+use crate::stack::emulator::Emulator;
+use crate::stack::server::{follow_file, server_argv, wait_startup, ServerProc};
+use crate::stack::sink::Sink;
 
 /// What a stack needs to start.
 pub struct StackSpec<'a> {
@@ -66,50 +35,6 @@ pub struct StackSpec<'a> {
     /// Private files here: log sinks, and on local hosts the counter file
     /// and the nginx prefix too (remote hosts get directories of their own).
     pub tmp: PathBuf,
-}
-
-/// The server process: started on its host, or inside a terminal emulator
-/// here (with its stderr followed from a file).
-enum ServerProc {
-    Started(Box<Running>),
-    InTerminal(Box<Emulator>, StderrLines),
-}
-
-impl ServerProc {
-    fn pid(&self) -> i32 {
-        match self {
-            ServerProc::Started(p) => p.pid(),
-            ServerProc::InTerminal(x, _) => x.server_pid,
-        }
-    }
-
-    fn try_wait(&mut self) -> Option<ExitStatus> {
-        match self {
-            ServerProc::Started(p) => p.try_wait(),
-            ServerProc::InTerminal(x, _) => x.try_wait(),
-        }
-    }
-
-    fn stop(&mut self, grace: Duration) -> anyhow::Result<Option<ExitStatus>> {
-        match self {
-            ServerProc::Started(p) => p.stop(grace),
-            ServerProc::InTerminal(x, _) => Ok(x.stop(grace)),
-        }
-    }
-
-    fn stderr(&self) -> &StderrLines {
-        match self {
-            ServerProc::Started(p) => p.stderr(),
-            ServerProc::InTerminal(_, l) => l,
-        }
-    }
-
-    fn usage(&self) -> Option<Usage> {
-        match self {
-            ServerProc::Started(p) => p.usage(),
-            ServerProc::InTerminal(x, _) => procs::usage(x.server_pid),
-        }
-    }
 }
 
 /// A running stack.
@@ -368,60 +293,5 @@ impl Stack {
 impl Drop for Stack {
     fn drop(&mut self) {
         self.stderr_done.store(true, Ordering::Relaxed);
-    }
-}
-
-/// Follows a server's stderr file (emulator rows) as a pipe is followed,
-/// until `done`.
-fn follow_file(path: PathBuf, done: Arc<AtomicBool>) -> StderrLines {
-    let (sink, lines) = StderrLines::pair();
-    std::thread::spawn(move || {
-        let mut reader = None;
-        let mut line = String::new();
-        while !done.load(Ordering::Relaxed) {
-            if reader.is_none() {
-                reader = std::fs::File::open(&path).ok().map(BufReader::new);
-            }
-            let Some(r) = reader.as_mut() else {
-                std::thread::sleep(Duration::from_millis(20));
-                continue;
-            };
-            match r.read_line(&mut line) {
-                Ok(n) if n > 0 && line.ends_with('\n') => {
-                    sink.push(line.trim_end().to_string());
-                    line.clear();
-                }
-                // End of what was written so far (a partial line stays in
-                // `line` until its end arrives).
-                _ => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
-    });
-    lines
-}
-
-/// The server's start-up line, within 30 s; an error with the tail of its
-/// stderr when it exits first.
-fn wait_startup(server: &mut ServerProc) -> anyhow::Result<String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match server.stderr().next(Duration::from_millis(50)) {
-            Ok(line) if line.contains(" listening addr=") => return Ok(line),
-            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-            // The pipe closed: the server is exiting.
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                std::thread::sleep(Duration::from_millis(50))
-            }
-        }
-        if let Some(status) = server.try_wait() {
-            std::thread::sleep(Duration::from_millis(50));
-            bail!(
-                "the server exited ({status}) before listening: {}",
-                server.stderr().tail()
-            );
-        }
-        if Instant::now() > deadline {
-            bail!("the server printed no start-up line within 30 s");
-        }
     }
 }

@@ -1,0 +1,78 @@
+//! `shootout calibrate`: the paired design's resolution on this machine.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::{duration, interrupted_exit, stop_flag, BuildArgs};
+use crate::config::scenario::Server;
+use crate::design::calibrate::{self, CalibrateOptions};
+
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Measuring time for both comparisons together, in minutes.
+    #[arg(long, default_value_t = 8.0)]
+    minutes: f64,
+    /// Where the run directory goes.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    out: PathBuf,
+    /// Server to calibrate with.
+    #[arg(long, value_enum, default_value_t = ServerArg::Actix)]
+    server: ServerArg,
+    /// The control's added CPU per request, in percent of the measured cost.
+    #[arg(long, default_value_t = 2.0, value_name = "PERCENT")]
+    spin_pct: f64,
+    /// Measured length of one block.
+    #[arg(long, default_value = "10s", value_parser = duration)]
+    block: Duration,
+    /// Load before each block's measured part (left out).
+    #[arg(long, default_value = "2s", value_parser = duration)]
+    settle: Duration,
+    /// Connections per loadgen.
+    #[arg(long, default_value_t = 256)]
+    connections: u32,
+    #[command(flatten)]
+    build: BuildArgs,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ServerArg {
+    Actix,
+    Ntex,
+}
+
+pub(super) fn run(a: Args) -> ExitCode {
+    let opts = CalibrateOptions {
+        server: match a.server {
+            ServerArg::Actix => Server::Actix,
+            ServerArg::Ntex => Server::Ntex,
+        },
+        minutes: a.minutes,
+        spin_pct: a.spin_pct,
+        block: a.block,
+        settle: a.settle,
+        connections: a.connections,
+        profile: a.build.profile(),
+        out: a.out,
+    };
+    let outcome = match calibrate::run(&opts, &stop_flag()) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("shootout: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if let Some(c) = &outcome.calibration {
+        for line in calibrate::summary_lines(c) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    let _ = writeln!(out, "results: {}", outcome.dir.display());
+    if outcome.interrupted {
+        interrupted_exit()
+    } else {
+        ExitCode::SUCCESS
+    }
+}

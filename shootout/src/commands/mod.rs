@@ -1,0 +1,113 @@
+//! The subcommands, one file each: the command line is parsed here and each
+//! file turns its options into a call of the stages and an exit code.
+
+mod calibrate;
+mod hosts;
+mod list;
+mod run;
+mod setup;
+
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::prepare::build::Profile;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "shootout",
+    version,
+    about = "Run a scenario matrix of the actix-web / ntex shootout end to end."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Build, verify, measure and analyse every scenario of FILE.
+    Run(run::Args),
+    /// Install what the rows of FILEs (or all rows and tests, --all) run and
+    /// this machine lacks: as root with apt-get, else one line naming the
+    /// command. `run` and `calibrate` do this themselves first.
+    Setup(setup::Args),
+    /// List the scenarios of FILE with their settings.
+    List(list::Args),
+    /// Measure what difference this machine can resolve: an A/A comparison
+    /// and a positive control (a known added CPU cost per request), both in
+    /// the paired design; writes calibration.json.
+    Calibrate(calibrate::Args),
+    /// Check the remote hosts of FILE's [ssh] and [hosts.NAME] tables: one
+    /// ssh connection each, architecture, cores, kernel, clock offset
+    /// (refused above clock_limit), loadgen uploaded to load hosts.
+    Hosts(hosts::Args),
+}
+
+/// Build profile flag shared by the subcommands that build.
+#[derive(Debug, clap::Args)]
+struct BuildArgs {
+    /// Build profile: `dev` only checks the machinery quickly; its numbers mean nothing.
+    #[arg(long, value_enum, default_value_t = ProfileArg::Release)]
+    build_profile: ProfileArg,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ProfileArg {
+    Release,
+    Dev,
+}
+
+impl BuildArgs {
+    fn profile(&self) -> Profile {
+        match self.build_profile {
+            ProfileArg::Release => Profile::Release,
+            ProfileArg::Dev => Profile::Dev,
+        }
+    }
+}
+
+/// Parses the command line and runs the subcommand.
+pub fn main() -> ExitCode {
+    match Cli::parse().command {
+        Cmd::Run(a) => run::run(a),
+        Cmd::Setup(a) => setup::run(a),
+        Cmd::List(a) => list::run(a),
+        Cmd::Calibrate(a) => calibrate::run(a),
+        Cmd::Hosts(a) => hosts::run(a),
+    }
+}
+
+/// `10s`, `2m`: a humantime duration above zero.
+fn duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    if d.is_zero() {
+        return Err("must be more than zero".into());
+    }
+    Ok(d)
+}
+
+/// Set by SIGINT or SIGTERM: the run stops what it started and exits 130.
+fn stop_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+    }
+    stop
+}
+
+/// Prints an error as `shootout: …` lines on stderr.
+fn report_error(e: &anyhow::Error) {
+    for line in format!("{e:#}").lines() {
+        eprintln!("shootout: {line}");
+    }
+}
+
+/// The exit of a run that ended: 130 when interrupted.
+fn interrupted_exit() -> ExitCode {
+    eprintln!("shootout: interrupted; everything started was stopped");
+    ExitCode::from(130)
+}

@@ -1,0 +1,72 @@
+//! `shootout run FILE`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::{duration, interrupted_exit, stop_flag, BuildArgs};
+use crate::config::parse;
+use crate::design::{run_file, RunOptions};
+
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Scenario file (TOML), e.g. scenarios/quick.toml.
+    file: PathBuf,
+    /// Run only the scenario with this name.
+    #[arg(long, value_name = "NAME")]
+    only: Option<String>,
+    /// Measured duration of every scenario (e.g. 2s), overriding the file;
+    /// with design = "paired", the length of a block.
+    #[arg(long, value_parser = duration)]
+    duration: Option<Duration>,
+    /// With design = "paired": the most measuring time per comparison.
+    #[arg(long, value_parser = duration)]
+    budget: Option<Duration>,
+    /// Where run directories go.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    out: PathBuf,
+    #[command(flatten)]
+    build: BuildArgs,
+}
+
+pub(super) fn run(a: Args) -> ExitCode {
+    let file = match parse::load(&a.file) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("shootout: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = RunOptions {
+        only: a.only,
+        duration: a.duration,
+        budget: a.budget,
+        out: a.out,
+        profile: a.build.profile(),
+    };
+    let outcome = match run_file(&file, &opts, &stop_flag()) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("shootout: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let _ = writeln!(
+        std::io::stdout().lock(),
+        "results: {}",
+        outcome.dir.display()
+    );
+    if outcome.interrupted {
+        interrupted_exit()
+    } else if outcome.failed() > 0 {
+        eprintln!(
+            "shootout: {} of {} scenario runs failed",
+            outcome.failed(),
+            outcome.total()
+        );
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,73 @@
+//! `shootout list FILE`: one line per row with its settings.
+
+use crate::config::scenario::{Design, ScenarioFile};
+
+impl ScenarioFile {
+    /// One line per scenario: name, variant, topology, sinks, load (`shootout list`).
+    pub fn write_list(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "{} ({}): {} scenarios",
+            self.title,
+            self.path.display(),
+            self.scenarios.len()
+        )?;
+        if let Design::Paired(p) = &self.design {
+            writeln!(
+                out,
+                "  paired against {:?}: {:?} schedule, blocks of {} after {} settle, budget {} per comparison, target ±{}%",
+                self.baseline.as_deref().unwrap_or(""),
+                p.schedule,
+                humantime::format_duration(p.block),
+                humantime::format_duration(p.settle),
+                humantime::format_duration(p.budget),
+                p.target_ci_pct
+            )?;
+        }
+        if let Design::Memory(m) = &self.design {
+            writeln!(
+                out,
+                "  memory rows: idle after {settle}, held {hold} (sampled {settle} after all are open), sampled again {} after they closed",
+                humantime::format_duration(m.after),
+                hold = humantime::format_duration(m.hold),
+                settle = humantime::format_duration(m.settle),
+            )?;
+        }
+        let timed = matches!(self.design, Design::Sequential);
+        for s in &self.scenarios {
+            writeln!(
+                out,
+                "  {:<28} {:<45} {}{} log={:?} {} c={}{}{}",
+                s.name,
+                s.variant(),
+                match &s.hosts {
+                    Some(h) => format!("hosts:{}<-{}", h.server, h.load.join(",")),
+                    None => format!("{:?}", s.topology),
+                },
+                match (&s.proxy, s.hosts.as_ref().and_then(|h| h.proxy.as_ref())) {
+                    (Some(p), Some(host)) => format!("+nginx:{p}@{host}"),
+                    (Some(p), None) => format!("+nginx:{p}"),
+                    _ => String::new(),
+                },
+                s.log,
+                if matches!(self.design, Design::Memory(_)) {
+                    "hold".to_string()
+                } else {
+                    format!("{:?}", s.request)
+                },
+                s.connections,
+                if timed {
+                    format!(" d={}", humantime::format_duration(s.duration))
+                } else {
+                    String::new()
+                },
+                if s.repetitions > 1 {
+                    format!(" x{}", s.repetitions)
+                } else {
+                    String::new()
+                },
+            )?;
+        }
+        Ok(())
+    }
+}

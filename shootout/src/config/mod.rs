@@ -1,0 +1,8 @@
+//! Configure: scenario files (rows, defaults, designs) and the remote hosts
+//! they name, parsed and checked before anything runs. Every error names
+//! the file and the line.
+
+pub mod hosts;
+pub mod list;
+pub mod parse;
+pub mod scenario;

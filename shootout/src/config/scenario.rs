@@ -1,0 +1,241 @@
+//! Scenario files: one TOML file per table, one `[[scenario]]` per row.
+//! Every error names the file and the line.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use app_core::workers::Workers;
+use serde::Deserialize;
+
+/// Server features both crates define.
+pub use app_core::ALL_FEATURES as FEATURES;
+
+/// A scenario file problem: `file:line: message`.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct ScenarioError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Server {
+    Actix,
+    Ntex,
+}
+
+impl Server {
+    pub fn package(self) -> &'static str {
+        match self {
+            Server::Actix => "shootout-actix",
+            Server::Ntex => "shootout-ntex",
+        }
+    }
+    pub fn binary(self) -> &'static str {
+        match self {
+            Server::Actix => "actix-server",
+            Server::Ntex => "ntex-server",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Topology {
+    /// Server and loadgen on 127.0.0.1.
+    Loopback,
+    /// Server and loadgen in two network namespaces of the runner's own,
+    /// joined by a veth pair.
+    Netns,
+}
+
+/// Where the server's stdout (its log, with `log-stdout`) goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogSink {
+    /// Discarded (`/dev/null`).
+    None,
+    /// A pseudo-terminal the runner drains, as a terminal emulator would.
+    Terminal,
+    /// A pipe into a reader that writes a file.
+    Pipe,
+    /// A plain file redirect.
+    File,
+    /// A real terminal emulator, xterm, drawing on a private Xvfb display.
+    Xterm,
+    /// alacritty (OpenGL, software rendering) on a private Xvfb display.
+    Alacritty,
+}
+
+/// The C library a server is built against: glibc (the host's), or musl
+/// (a static `x86_64-unknown-linux-musl` build, with musl's malloc when no
+/// allocator feature is on).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Libc {
+    #[default]
+    Glibc,
+    Musl,
+}
+
+impl Libc {
+    /// The cargo `--target` of a musl build.
+    pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Request {
+    Get,
+    Post,
+    /// POST with the binary body (u16 500 little-endian).
+    Binary,
+}
+
+/// Settings of memory rows (`kind = "memory"`; see the crate README).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemorySettings {
+    /// How long loadgen holds the connections once all are open.
+    pub hold: Duration,
+    /// Wait before the idle sample and, once all connections are open,
+    /// before the held sample.
+    pub settle: Duration,
+    /// Wait after loadgen closed every connection before the last sample.
+    pub after: Duration,
+    /// Most time loadgen may take to open and answer every connection.
+    pub setup_timeout: Duration,
+}
+
+impl Default for MemorySettings {
+    fn default() -> Self {
+        MemorySettings {
+            hold: Duration::from_secs(3),
+            settle: Duration::from_secs(1),
+            after: Duration::from_secs(2),
+            setup_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// How the rows of a file are measured.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Design {
+    /// Each row alone, repetitions in rounds (A B C, A B C).
+    Sequential,
+    /// Each row against the baseline, both stacks up and loaded at once.
+    Paired(PairedSettings),
+    /// Memory rows: the server's memory idle, with connections held, after
+    /// they closed (`kind = "memory"`), repetitions in rounds.
+    Memory(MemorySettings),
+}
+
+/// How the two stacks of a paired block are loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Schedule {
+    /// Both at once (the default; see `paired.rs` for why).
+    Duet,
+    /// One after the other within the block, each for settle + block.
+    Alternate,
+}
+
+/// Settings of the paired design (see the crate README).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairedSettings {
+    pub schedule: Schedule,
+    /// Measured length of one block (both stacks fresh, one slot order).
+    pub block: Duration,
+    /// Load before each block's measured part, left out.
+    pub settle: Duration,
+    /// Most measuring time for one comparison.
+    pub budget: Duration,
+    /// Stop a comparison early once both metrics' 95% CIs are this narrow
+    /// (half-width, percent).
+    pub target_ci_pct: f64,
+    /// Fewest blocks before the target may stop a comparison (even: AB and
+    /// BA alike).
+    pub min_blocks: u32,
+    /// Seed of the slot orders (recorded, so a run can be repeated).
+    pub seed: u64,
+}
+
+impl Default for PairedSettings {
+    fn default() -> Self {
+        PairedSettings {
+            schedule: Schedule::Duet,
+            block: Duration::from_secs(10),
+            settle: Duration::from_secs(2),
+            budget: Duration::from_secs(180),
+            target_ci_pct: 0.5,
+            min_blocks: 6,
+            seed: 1,
+        }
+    }
+}
+
+/// One row, with every default applied.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub label: String,
+    pub server: Server,
+    pub features: Vec<String>,
+    /// The servers' `--workers` (their default, `logical`, when none).
+    pub workers: Option<Workers>,
+    pub backlog: u32,
+    pub topology: Topology,
+    /// netem delay asked for on netns rows.
+    pub link_delay: Option<Duration>,
+    /// nginx config name under `nginx/` (e.g. `proxy`), or none.
+    pub proxy: Option<String>,
+    pub nginx_workers: usize,
+    pub log: LogSink,
+    pub log_level: String,
+    pub request: Request,
+    pub connections: u32,
+    pub threads: u32,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub interval: Duration,
+    pub rate: Option<f64>,
+    pub server_cpus: Option<String>,
+    pub loadgen_cpus: Option<String>,
+    pub repetitions: u32,
+    pub spin_ns: Option<u64>,
+    pub client_timeout: Option<u16>,
+    pub libc: Libc,
+    pub original: Option<analysis::Original>,
+    /// Set for rows on remote hosts (`server_host`, `load_hosts`…).
+    pub hosts: Option<crate::config::hosts::RowHosts>,
+}
+
+/// A parsed scenario file.
+#[derive(Debug, Clone)]
+pub struct ScenarioFile {
+    pub path: PathBuf,
+    /// File stem: the table's name.
+    pub name: String,
+    pub title: String,
+    pub baseline: Option<String>,
+    pub design: Design,
+    pub scenarios: Vec<Scenario>,
+    /// `[ssh]` and `[hosts.NAME]`, when the file has them.
+    pub remote: Option<crate::config::hosts::Remote>,
+}
+
+impl Scenario {
+    /// `actix-server+global-counter+keepalive-os`: one build per distinct value.
+    pub fn variant(&self) -> String {
+        let mut v = self.server.binary().to_string();
+        for f in &self.features {
+            v.push('+');
+            v.push_str(f);
+        }
+        if self.libc == Libc::Musl {
+            v.push_str("@musl");
+        }
+        v
+    }
+}

@@ -1,0 +1,7 @@
+//! Record: what meta.json keeps about each row, block and comparison, the
+//! run's metadata, and what the run prints and renders.
+
+pub mod comparison;
+pub mod meta;
+pub mod report;
+pub mod row;

@@ -1,0 +1,147 @@
+//! What a run prints and renders: one line per row, repetition or
+//! comparison as it ends, `table.toml` for the analysis, and the analysed
+//! report (README.md, summary.json, charts) at the end.
+
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::config::scenario::{Design, Scenario, ScenarioFile};
+use crate::record::comparison::ComparisonRecord;
+use crate::record::row::RowRecord;
+
+pub(crate) fn print_memory(r: &analysis::memory::MemoryRecord, reps: u32) {
+    use std::io::Write;
+    let rep = if reps > 1 {
+        format!(" #{}", r.repetition)
+    } else {
+        String::new()
+    };
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let line = match &r.error {
+        None => format!(
+            "{}{rep}: {} idle {:.1} MiB, {} connections {:.1} MiB, after {:.1} MiB{}",
+            r.scenario,
+            r.allocator,
+            mib(r.idle.rss_kib),
+            r.hold.as_ref().map_or(0, |h| h.established),
+            mib(r.held.rss_kib),
+            mib(r.after.rss_kib),
+            r.reclaims.last().map_or(String::new(), |x| format!(
+                " (reclaimed {:.1} -> {:.1} MiB)",
+                mib(x.rss_before_kib),
+                mib(x.rss_after_kib)
+            )),
+        ),
+        Some(e) => format!("{}{rep}: FAILED: {e}", r.scenario),
+    };
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
+}
+
+pub(crate) fn print_comparison(c: &ComparisonRecord) {
+    use std::io::Write;
+    let line = match &c.error {
+        None => format!(
+            "{} vs {}: {} in {} blocks, {:.0} s (stopped by {})",
+            c.row,
+            c.baseline,
+            c.progress(),
+            c.blocks.len(),
+            c.seconds,
+            c.stopped_by
+        ),
+        Some(e) => format!("{} vs {}: FAILED: {e}", c.row, c.baseline),
+    };
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
+}
+
+pub(crate) fn write_table_toml(
+    table_dir: &Path,
+    file: &ScenarioFile,
+    run: &[Scenario],
+    design: &Design,
+) -> anyhow::Result<()> {
+    let mut t = toml::map::Map::new();
+    t.insert("title".into(), file.title.clone().into());
+    match design {
+        Design::Paired(_) => {
+            t.insert("design".into(), "paired".into());
+        }
+        Design::Memory(_) => {
+            t.insert("kind".into(), "memory".into());
+        }
+        Design::Sequential => {}
+    }
+    if let Some(b) = file
+        .baseline
+        .as_ref()
+        .filter(|b| run.iter().any(|s| &&s.name == b))
+    {
+        t.insert("baseline".into(), b.clone().into());
+    }
+    let rows: Vec<toml::Value> = run
+        .iter()
+        .map(|s| {
+            let mut r = toml::map::Map::new();
+            r.insert("name".into(), s.name.clone().into());
+            r.insert("label".into(), s.label.clone().into());
+            if let Some(o) = s.original {
+                let mut t = toml::map::Map::new();
+                t.insert("rps".into(), o.rps.into());
+                if let Some(sd) = o.sd {
+                    t.insert("sd".into(), sd.into());
+                }
+                r.insert("original".into(), toml::Value::Table(t));
+            }
+            toml::Value::Table(r)
+        })
+        .collect();
+    t.insert("row".into(), rows.into());
+    let path = table_dir.join("table.toml");
+    std::fs::write(&path, toml::to_string(&t)?)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+pub(crate) fn print_row(r: &RowRecord, reps: u32) {
+    use std::io::Write;
+    let rep = if reps > 1 {
+        format!(" #{}", r.repetition)
+    } else {
+        String::new()
+    };
+    let line = match &r.error {
+        None => format!(
+            "{}{rep}: {} 2xx/s, server CPU {:.2} s, peak RSS {} MiB{}",
+            r.scenario,
+            r.rps.map_or("?".into(), |v| format!("{v:.0}")),
+            r.server.cpu_seconds,
+            r.server.peak_rss_bytes / (1024 * 1024),
+            r.counter.as_ref().map_or(String::new(), |c| format!(
+                ", counter ok ({} acknowledged)",
+                c.acknowledged
+            )),
+        ),
+        Some(e) => format!("{}{rep}: FAILED: {e}", r.scenario),
+    };
+    let line = match &r.netem {
+        Some(n) => format!("{line} ({n})"),
+        None => line,
+    };
+    // A closed stdout must not stop the run: its results go to files.
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
+}
+
+/// Renders README.md, summary.json and charts for the run directory.
+pub(crate) fn analyse(dir: &Path) {
+    let (report, problems) = analysis::analyse(dir, &analysis::Options::default());
+    for p in &problems {
+        eprintln!("shootout: analysis: {p}");
+    }
+    if let Some(report) = report {
+        if let Err(e) =
+            analysis::render(&report).and_then(|files| analysis::write_outputs(dir, &files))
+        {
+            eprintln!("shootout: analysis: {e:#}");
+        }
+    }
+}
