@@ -119,3 +119,60 @@ pub fn startup_line(
         runtime::NAME
     )
 }
+
+/// What marks the line [`startup_line`] writes, wherever it shows up in a
+/// stream of lines.
+const LISTENING: &str = " listening addr=";
+
+/// Whether `line` is (or contains) the line [`startup_line`] writes.
+pub fn is_startup_line(line: &str) -> bool {
+    line.contains(LISTENING)
+}
+
+/// The value of `key=` among the whitespace-separated tokens of `line`
+/// (`startup_field(line, "workers")`), as [`startup_line`] writes them.
+pub fn startup_field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|token| token.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// The address in `addr=` of a start-up line.
+pub fn startup_addr(line: &str) -> Option<std::net::SocketAddr> {
+    startup_field(line, "addr")?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_startup_line_parses_back() {
+        let addr: std::net::SocketAddr = "[::1]:40123".parse().unwrap();
+        let line = startup_line("ntex-server", "ntex/3.0.0", addr, (2, "count"), 77, 0, 4096);
+        assert!(is_startup_line(&line));
+        assert!(is_startup_line(&format!("[pty] {line}")));
+        assert!(!is_startup_line(
+            "ntex-server: error: listening on [::1]:40123: in use"
+        ));
+        assert_eq!(startup_addr(&line), Some(addr));
+        for (key, value) in [
+            ("framework", "ntex/3.0.0"),
+            ("workers", "2"),
+            ("worker_rule", "count"),
+            ("backlog", "77"),
+            ("client_timeout", "off"),
+            ("nofile", "4096"),
+            ("allocator", alloc::NAME),
+            ("runtime", runtime::NAME),
+        ] {
+            assert_eq!(startup_field(&line, key), Some(value), "{key} in {line}");
+        }
+        let listed = startup_field(&line, "features").unwrap();
+        assert_eq!(listed == "none", features().is_empty(), "{line}");
+        // Whole keys only: `work` is not `workers`, `rule` not `worker_rule`.
+        assert_eq!(startup_field(&line, "work"), None);
+        assert_eq!(startup_field(&line, "rule"), None);
+        assert_eq!(startup_field(&line, "listening"), None);
+        assert_eq!(startup_addr("actix-server listening addr=nowhere"), None);
+    }
+}

@@ -1,115 +1,31 @@
-//! Builds each (framework, feature set) once per test run with `cargo build`,
-//! and keeps a copy of the binary in `target/variants/<name>/`.
-//!
-//! Every variant builds into the workspace's own target directory, so the
-//! dependencies compile once; a file lock serialises build-and-copy across
-//! test binaries running at the same time.
+//! Builds each (framework, feature set) once per test run through the
+//! workspace's one builder, [`variants::Builder`] (dev profile), into the
+//! target directory this test binary was built into; the copy of each
+//! variant's binary lives in `target/shootout/debug/<variant>/`.
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 
-/// Which twin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framework {
-    Actix,
-    Ntex,
+pub use variants::{workspace_root, Server as Framework, Variant};
+use variants::{Builder, Profile};
+
+/// Builds `variant` (dev profile) and returns the path of its own copy;
+/// panics with the variant's name and the reason if it cannot be built.
+pub fn binary(variant: &Variant) -> PathBuf {
+    Builder::with_target(workspace_root(), target_dir(), Profile::Dev)
+        .server(variant)
+        .unwrap_or_else(|e| panic!("building {}: {e}", variant.name()))
 }
 
-impl Framework {
-    pub const BOTH: [Framework; 2] = [Framework::Actix, Framework::Ntex];
-
-    pub fn package(self) -> &'static str {
-        match self {
-            Framework::Actix => "shootout-actix",
-            Framework::Ntex => "shootout-ntex",
-        }
-    }
-
-    pub fn binary(self) -> &'static str {
-        match self {
-            Framework::Actix => "actix-server",
-            Framework::Ntex => "ntex-server",
-        }
-    }
-
-    /// The framework crate whose version the start-up line names.
-    pub fn framework_crate(self) -> &'static str {
-        match self {
-            Framework::Actix => "actix-web",
-            Framework::Ntex => "ntex",
-        }
-    }
+/// `variant.binary()` for the tests: [`binary`].
+pub trait VariantExt {
+    /// Builds the variant and returns its binary; see [`binary`].
+    fn binary(&self) -> PathBuf;
 }
 
-/// One server build: a framework and a set of cargo features.
-#[derive(Debug, Clone)]
-pub struct Variant {
-    pub framework: Framework,
-    pub features: Vec<&'static str>,
-}
-
-impl Variant {
-    pub fn new(framework: Framework, features: &[&'static str]) -> Variant {
-        Variant {
-            framework,
-            features: features.to_vec(),
-        }
+impl VariantExt for Variant {
+    fn binary(&self) -> PathBuf {
+        binary(self)
     }
-
-    /// `actix-server+global-counter+no-alloc`, or `actix-server` with no features.
-    pub fn name(&self) -> String {
-        let mut name = self.framework.binary().to_string();
-        for f in &self.features {
-            name.push('+');
-            name.push_str(f);
-        }
-        name
-    }
-
-    /// Builds the variant (debug profile) and returns the path of its own copy.
-    pub fn binary(&self) -> PathBuf {
-        let target = target_dir();
-        let dir = target.join("variants").join(self.name());
-        std::fs::create_dir_all(&dir).expect("creating target/variants");
-        let lock = File::create(target.join("variants").join(".lock")).expect("lock file");
-        lock.lock().expect("locking target/variants");
-
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.current_dir(workspace_root())
-            .args(["build", "--quiet", "-p", self.framework.package()])
-            .env("CARGO_TARGET_DIR", &target)
-            .stdin(Stdio::null());
-        if !self.features.is_empty() {
-            cmd.args(["--features", &self.features.join(",")]);
-        }
-        // ntex's own runtimes replace the default feature, rt-tokio.
-        if self
-            .features
-            .iter()
-            .any(|f| f.starts_with("rt-") && *f != "rt-tokio")
-        {
-            cmd.arg("--no-default-features");
-        }
-        let status = cmd.status().expect("running cargo build");
-        assert!(status.success(), "cargo build of {} failed", self.name());
-        let built = target.join("debug").join(self.framework.binary());
-        let copy = dir.join(self.framework.binary());
-        // Copy to a temporary name and rename, so a running copy is never overwritten in place.
-        let tmp = dir.join(".tmp-binary");
-        std::fs::copy(&built, &tmp).expect("copying the built binary");
-        std::fs::rename(&tmp, &copy).expect("renaming the built binary");
-        copy
-    }
-}
-
-/// The workspace root (parent of this crate).
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("crate has a parent")
-        .to_owned()
 }
 
 /// The target directory this test binary was built into.

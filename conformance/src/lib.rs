@@ -1,11 +1,12 @@
 //! Helpers for the black-box tests: build a server variant, run it as a real
 //! process on a port the OS picks, and talk HTTP/1.1 to it over plain TCP.
+//! The variants themselves (and their builder) are the `variants` crate's.
 
 pub mod build;
 pub mod client;
 pub mod process;
 
-pub use build::{Framework, Variant};
+pub use build::{binary, target_dir, workspace_root, Framework, Variant, VariantExt};
 pub use client::{Conn, Response};
 pub use process::Server;
 
@@ -13,19 +14,41 @@ pub use process::Server;
 /// Together they cover every feature with a runtime effect; `scripts/test`
 /// checks that every feature and the original study's combinations build.
 pub mod sets {
+    use std::ops::Deref;
+
+    /// A fixed list of features: `Variant::new(fw, sets::TUNED)`, and a
+    /// slice for `contains` and `is_empty`.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Features(pub &'static [&'static str]);
+
+    impl Deref for Features {
+        type Target = [&'static str];
+        fn deref(&self) -> &[&'static str] {
+            self.0
+        }
+    }
+
+    impl IntoIterator for Features {
+        type Item = &'static str;
+        type IntoIter = std::iter::Copied<std::slice::Iter<'static, &'static str>>;
+        fn into_iter(self) -> Self::IntoIter {
+            self.0.iter().copied()
+        }
+    }
+
     /// Defaults: per-worker counter, text body, no logging.
-    pub const DEFAULT: &[&str] = &[];
+    pub const DEFAULT: Features = Features(&[]);
     /// The tuned rows of the original (global counter, KeepAlive::Os,
     /// snmalloc, no allocations), with the file log sink.
-    pub const TUNED: &[&str] = &[
+    pub const TUNED: Features = Features(&[
         "global-counter",
         "keepalive-os",
         "snmalloc",
         "no-alloc",
         "log-file",
-    ];
+    ]);
     /// Persistent counter, logging to stdout.
-    pub const PERSISTENT: &[&str] = &["mmap-backend", "log-stdout"];
+    pub const PERSISTENT: Features = Features(&["mmap-backend", "log-stdout"]);
     /// Binary payload without allocations.
-    pub const BINARY: &[&str] = &["binary-payload", "no-alloc", "global-counter"];
+    pub const BINARY: Features = Features(&["binary-payload", "no-alloc", "global-counter"]);
 }

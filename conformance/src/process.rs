@@ -37,9 +37,10 @@ pub struct Exit {
 
 impl Server {
     /// Starts `variant` on 127.0.0.1 with an OS-chosen port and the given
-    /// extra flags, and waits for its start-up line. A variant with
-    /// `mmap-backend` or `log-file` gets `--counter-file` or `--log-file` in
-    /// [`Server::dir`] (as `count` and `access.log`) unless `extra` names one.
+    /// extra flags, and waits for its start-up line. A variant with a
+    /// feature in [`variants::FILE_FLAGS`] (`mmap-backend`, `log-file`) gets
+    /// its flag (`--counter-file`, `--log-file`) naming a file in
+    /// [`Server::dir`] unless `extra` names the flag.
     pub fn start(variant: &Variant, extra: &[&str]) -> Server {
         Self::try_start(variant, extra).unwrap_or_else(|e| panic!("{}: {e}", variant.name()))
     }
@@ -52,17 +53,14 @@ impl Server {
         if !extra.contains(&"--workers") {
             args.extend(["--workers".into(), "2".into()]);
         }
-        for (feature, flag, file) in [
-            ("mmap-backend", "--counter-file", "count"),
-            ("log-file", "--log-file", "access.log"),
-        ] {
-            if variant.features.contains(&feature) && !extra.contains(&flag) {
+        for (flag, file) in variant.file_args(dir.path()) {
+            if !extra.contains(&flag) {
                 args.push(flag.into());
-                args.push(dir.path().join(file).display().to_string());
+                args.push(file.display().to_string());
             }
         }
         args.extend(extra.iter().map(|s| s.to_string()));
-        Self::spawn(&variant.binary(), &args, dir)
+        Self::spawn(&crate::binary(variant), &args, dir)
     }
 
     /// Starts a binary with exactly `args` (no flags added).
@@ -94,7 +92,7 @@ impl Server {
         let sink = Arc::clone(&lines);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.contains(" listening addr=") {
+                if app_core::is_startup_line(&line) {
                     let _ = first_tx.send(line.clone());
                 }
                 sink.lock().unwrap().push(line);
@@ -104,10 +102,7 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Ok(line) = first_rx.recv_timeout(Duration::from_millis(20)) {
-                let addr = line
-                    .split_whitespace()
-                    .find_map(|kv| kv.strip_prefix("addr="))
-                    .and_then(|a| a.parse().ok())
+                let addr = app_core::startup_addr(&line)
                     .ok_or_else(|| format!("no addr= in start-up line {line:?}"))?;
                 return Ok(Server {
                     child,

@@ -282,7 +282,7 @@ fn play(variant: &Variant, cases: &[Case]) -> Vec<Response> {
     responses
 }
 
-fn twins_agree(features: &[&'static str], cases: Vec<Case>, count_type: &str) {
+fn twins_agree(features: sets::Features, cases: Vec<Case>, count_type: &str) {
     let actix = play(&Variant::new(Framework::Actix, features), &cases);
     let ntex = play(&Variant::new(Framework::Ntex, features), &cases);
     for ((case, a), n) in cases.iter().zip(&actix).zip(&ntex) {
@@ -315,7 +315,7 @@ fn ntex_runtimes_answer_with_the_same_bytes() {
     let cases = text_cases();
     let actix = play(&Variant::new(Framework::Actix, sets::DEFAULT), &cases);
     for rt in ["rt-neon", "rt-uring", "rt-compio"] {
-        let ntex = play(&Variant::new(Framework::Ntex, &[rt]), &cases);
+        let ntex = play(&Variant::new(Framework::Ntex, [rt]), &cases);
         for ((case, a), n) in cases.iter().zip(&actix).zip(&ntex) {
             assert_eq!(a.essence(), n.essence(), "{rt}: differs on {}", case.name);
         }

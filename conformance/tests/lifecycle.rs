@@ -5,7 +5,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use conformance::{build::workspace_root, sets, Conn, Framework, Server, Variant};
+use conformance::{sets, workspace_root, Conn, Framework, Server, Variant, VariantExt};
 
 /// The version of `name` that Cargo.lock resolved.
 fn locked_version(name: &str) -> String {
@@ -30,7 +30,7 @@ fn startup_line_names_address_framework_version_workers_and_features() {
         let expected_features = if features.is_empty() {
             "none".to_string()
         } else {
-            let mut sorted = app_order(features);
+            let mut sorted = app_order(&features);
             sorted.dedup();
             sorted.join(",")
         };
@@ -306,7 +306,7 @@ fn startup_line_names_the_runtime() {
         ("rt-uring", "neon-uring"),
         ("rt-compio", "compio"),
     ] {
-        let server = Server::start(&Variant::new(Framework::Ntex, &[rt]), &["--workers", "1"]);
+        let server = Server::start(&Variant::new(Framework::Ntex, [rt]), &["--workers", "1"]);
         assert!(
             server
                 .startup_line
@@ -342,7 +342,7 @@ impl Drop for UringSwitch {
 #[test]
 fn an_io_uring_build_on_a_kernel_that_refuses_it_says_so_in_one_line() {
     let _uring = URING.lock().unwrap_or_else(|e| e.into_inner());
-    let variant = Variant::new(Framework::Ntex, &["rt-uring"]);
+    let variant = Variant::new(Framework::Ntex, ["rt-uring"]);
     let binary = variant.binary();
     let err = {
         // io_uring off for everyone for the start of one server (the other

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use conformance::{Conn, Framework, Server, Variant};
+use conformance::{sets, Conn, Framework, Server, Variant};
 
 /// Opens `n` connections, each with one answered GET, and keeps them.
 fn hold(server: &Server, n: usize) -> Vec<Conn> {
@@ -36,7 +36,7 @@ fn field(line: &str, key: &str) -> u64 {
 #[test]
 fn reclaim_gives_memory_back_once_connections_close() {
     for fw in Framework::BOTH {
-        let server = Server::start(&Variant::new(fw, &["alloc-reclaim"]), &["--workers", "1"]);
+        let server = Server::start(&Variant::new(fw, ["alloc-reclaim"]), &["--workers", "1"]);
         assert!(
             server.startup_line.contains(" allocator=glibc "),
             "{}",
@@ -98,7 +98,7 @@ fn reclaim_gives_memory_back_once_connections_close() {
 #[test]
 fn without_the_feature_nothing_is_reclaimed() {
     for fw in Framework::BOTH {
-        let server = Server::start(&Variant::new(fw, &[]), &["--workers", "1"]);
+        let server = Server::start(&Variant::new(fw, sets::DEFAULT), &["--workers", "1"]);
         drop(hold(&server, 200));
         std::thread::sleep(Duration::from_millis(2500));
         assert!(reclaim_lines(&server).is_empty(), "{fw:?}");

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use conformance::{sets, Framework, Server, Variant};
+use conformance::{sets, Framework, Server, Variant, VariantExt};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Case {
@@ -156,9 +156,9 @@ fn client_timeout_moves_and_zero_is_off() {
         .map(|(fw, secs)| {
             std::thread::spawn(move || {
                 let features = if secs == "0" {
-                    &["keepalive-os"][..]
+                    sets::Features(&["keepalive-os"])
                 } else {
-                    &[]
+                    sets::DEFAULT
                 };
                 let server = Server::start(
                     &Variant::new(fw, features),

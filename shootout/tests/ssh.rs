@@ -311,7 +311,10 @@ fn one_host_seam_here_in_a_namespace_and_over_ssh() {
         host.write_file(&note, b"hello").unwrap();
         assert_eq!(std::fs::read(&note).unwrap(), b"hello", "{what}");
         let placed = host.place_binary(&bin).unwrap();
-        assert_eq!(host.is_remote(), placed != bin.display().to_string());
+        assert_eq!(
+            matches!(host, Host::Remote(_)),
+            placed != bin.display().to_string()
+        );
         let mut app = host
             .spawn(Launch {
                 name: "server",
@@ -329,14 +332,9 @@ fn one_host_seam_here_in_a_namespace_and_over_ssh() {
             .unwrap();
         let line = app
             .stderr()
-            .wait_line(Duration::from_secs(15), |l| l.contains(" listening addr="))
+            .wait_line(Duration::from_secs(15), app_core::is_startup_line)
             .unwrap();
-        let addr: SocketAddr = line
-            .split_whitespace()
-            .find_map(|kv| kv.strip_prefix("addr="))
-            .unwrap()
-            .parse()
-            .unwrap();
+        let addr: SocketAddr = app_core::startup_addr(&line).unwrap();
         assert_eq!(addr.ip().to_string(), *ip, "{what}: {line}");
         host.wait_port(addr).unwrap();
         let post = host.exchange(addr, "POST", Some(b"7")).unwrap();
@@ -357,12 +355,16 @@ fn one_host_seam_here_in_a_namespace_and_over_ssh() {
         drop(private);
         assert_eq!(
             std::path::Path::new(&path).exists(),
-            !host.is_remote(),
+            !matches!(host, Host::Remote(_)),
             "{what}: {path}"
         );
     }
-    // A step that needs the runner inside the host's network says so.
+    // A step that runs only on this machine (a terminal emulator drawing
+    // the server's output) names the remote host it cannot run for.
     let remote = Host::Remote(session.handle());
-    let err = remote.within(|| ()).unwrap_err().to_string();
+    let err = remote
+        .terminal_argv(vec!["true".into()])
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with("host server: "), "{err}");
 }

@@ -9,10 +9,19 @@ use app_core::workers::Workers;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::config::hosts::{Remote, RowHosts};
 use crate::config::scenario::{
     Design, Libc, LogSink, MemorySettings, PairedSettings, Request, Scenario, ScenarioError,
     ScenarioFile, Schedule, Server, Topology, FEATURES,
 };
+
+/// `libc = "glibc"` or `"musl"`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LibcToml {
+    Glibc,
+    Musl,
+}
 
 /// `workers = 1` or `workers = "physical"`.
 #[derive(Debug, Clone, Deserialize)]
@@ -56,7 +65,7 @@ pub struct Settings {
     /// keepalive-os); the servers' default, 5, when none.
     pub client_timeout: Option<u16>,
     /// `"musl"` builds the server for x86_64-unknown-linux-musl.
-    pub libc: Option<Libc>,
+    pub libc: Option<LibcToml>,
     /// The figure a published study gave for this row, to set ours beside.
     pub original: Option<Spanned<analysis::Original>>,
     /// Remote rows: the `[hosts.NAME]` the server, nginx and loadgens run on.
@@ -118,6 +127,9 @@ pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
     })?;
     parse(path, &text)
 }
+/// How errors are made: `err(offset, message)` names the file and line.
+type Err<'a> = dyn Fn(usize, String) -> ScenarioError + 'a;
+
 /// Parses scenario text (`path` is used in messages and for the table name).
 pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
     let err = |offset: usize, message: String| ScenarioError {
@@ -133,7 +145,37 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
     if raw.scenario.is_empty() {
         return Err(err(0, "no [[scenario]]".into()));
     }
-    let d = &raw.defaults;
+    check_defaults(&raw.defaults, &err)?;
+    let mut scenarios = Vec::new();
+    for (index, o) in raw.scenario.iter().enumerate() {
+        let s = row(index, o, &raw.defaults, remote.as_ref(), &scenarios, &err)?;
+        scenarios.push(s);
+    }
+    if let Some(b) = &raw.baseline {
+        if !scenarios.iter().any(|s| &s.name == b.get_ref()) {
+            return Err(err(
+                b.span().start,
+                format!("baseline {:?} is not a scenario name", b.get_ref()),
+            ));
+        }
+    }
+    let design = design(&raw, &scenarios, &err)?;
+    let name = path
+        .file_stem()
+        .map_or("scenarios".into(), |s| s.to_string_lossy().into_owned());
+    Ok(ScenarioFile {
+        path: path.to_owned(),
+        title: raw.title.unwrap_or_else(|| name.clone()),
+        name,
+        baseline: raw.baseline.map(Spanned::into_inner),
+        design,
+        scenarios,
+        remote,
+    })
+}
+
+/// `[defaults]` may not set what belongs to one row.
+fn check_defaults(d: &Settings, err: &Err) -> Result<(), ScenarioError> {
     if let Some(n) = &d.name {
         return Err(err(
             n.span().start,
@@ -152,228 +194,304 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             "[defaults] cannot set a published figure: it belongs to one scenario".into(),
         ));
     }
-    let mut scenarios = Vec::new();
-    for (index, o) in raw.scenario.iter().enumerate() {
-        let Some(name_sp) = &o.name else {
-            return Err(err(0, format!("scenario {} has no name", index + 1)));
-        };
-        let name = name_sp.get_ref().clone();
-        let at = name_sp.span().start;
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(err(
-                at,
-                format!("scenario name {name:?}: use letters, digits, - and _"),
-            ));
+    Ok(())
+}
+
+/// Row `index` of the file (`o`) with `[defaults]` (`d`) applied and every
+/// rule checked; `earlier` are the rows before it.
+fn row(
+    index: usize,
+    o: &Settings,
+    d: &Settings,
+    remote: Option<&Remote>,
+    earlier: &[Scenario],
+    err: &Err,
+) -> Result<Scenario, ScenarioError> {
+    let (name, at, server) = name_and_server(index, o, earlier, err)?;
+    let features = features(o, d, server, err)?;
+    let duration = |own: &Option<Spanned<String>>,
+                    def: &Option<Spanned<String>>,
+                    fallback: &str,
+                    zero_ok: bool| {
+        pick_duration(own.as_ref().or(def.as_ref()), fallback, zero_ok, err)
+    };
+    let request = o.request.or(d.request).unwrap_or(Request::Post);
+    let proxy = o
+        .proxy
+        .clone()
+        .or_else(|| d.proxy.clone())
+        .filter(|p| p != "none");
+    let spin_ns = o.spin_ns.or(d.spin_ns);
+    let log = o.log.or(d.log).unwrap_or(LogSink::None);
+    let topology = o.topology.or(d.topology).unwrap_or(Topology::Loopback);
+    let hosts = remote_hosts(o, d, remote, proxy.is_some(), at, err)?;
+    if hosts.is_some() && topology != Topology::Loopback {
+        return Err(err(
+            at,
+            "a row on remote hosts has no topology: its hosts are the placement".into(),
+        ));
+    }
+    if hosts.is_some() && log != LogSink::None {
+        return Err(err(
+            at,
+            "a row on remote hosts logs to none (its stdout is not carried back)".into(),
+        ));
+    }
+    let client_timeout = o.client_timeout.or(d.client_timeout);
+    let needs = [
+        (
+            request == Request::Binary,
+            "binary-payload",
+            "request = \"binary\" needs the binary-payload feature",
+        ),
+        (
+            spin_ns.is_some(),
+            "calibrate",
+            "spin_ns needs the calibrate feature",
+        ),
+        (
+            client_timeout == Some(0),
+            "keepalive-os",
+            "client_timeout = 0 needs the keepalive-os feature (the servers refuse it otherwise)",
+        ),
+    ];
+    for (set, feature, why) in needs {
+        if set && !features.iter().any(|f| f == feature) {
+            return Err(err(at, why.into()));
         }
-        if scenarios.iter().any(|x: &Scenario| x.name == name) {
-            return Err(err(at, format!("scenario name {name:?} is used twice")));
-        }
-        let Some(server_sp) = &o.server else {
-            return Err(err(at, format!("scenario {name:?} has no server")));
-        };
-        let server = match server_sp.get_ref().as_str() {
-            "actix" => Server::Actix,
-            "ntex" => Server::Ntex,
-            other => {
-                return Err(err(
-                    server_sp.span().start,
-                    format!("unknown server {other:?}: use \"actix\" or \"ntex\""),
-                ))
-            }
-        };
-        let empty = Spanned::new(0..0, Vec::new());
-        let feature_list = o
-            .features
-            .as_ref()
-            .or(d.features.as_ref())
-            .unwrap_or(&empty);
-        let mut features = Vec::new();
-        for f in feature_list.get_ref() {
-            if !FEATURES.contains(&f.get_ref().as_str()) {
-                return Err(err(
-                    f.span().start,
-                    format!(
-                        "unknown feature {:?}: one of {}",
-                        f.get_ref(),
-                        FEATURES.join(", ")
-                    ),
-                ));
-            }
-            features.push(f.get_ref().clone());
-        }
-        let runtimes: Vec<&String> = features.iter().filter(|f| f.starts_with("rt-")).collect();
-        if runtimes.len() > 1 {
-            return Err(err(
-                feature_list.span().start,
-                format!("features {runtimes:?}: one runtime per row"),
-            ));
-        }
-        if server == Server::Actix
-            && runtimes
-                .iter()
-                .any(|r| app_core::runtime::REPLACES_DEFAULT.contains(&r.as_str()))
-        {
-            return Err(err(
-                feature_list.span().start,
-                "actix-web runs on tokio only: rt-neon, rt-uring and rt-compio are ntex's runtimes"
-                    .into(),
-            ));
-        }
-        if features.iter().any(|f| f == "log-stdout") && features.iter().any(|f| f == "log-file") {
-            return Err(err(
-                feature_list.span().start,
-                "features log-stdout and log-file cannot go together".into(),
-            ));
-        }
-        // Keep the order of FEATURES, so equal sets make equal variants.
-        features.sort_by_key(|f| FEATURES.iter().position(|k| k == f));
-        features.dedup();
-        let pick_dur = |own: &Option<Spanned<String>>,
-                        def: &Option<Spanned<String>>,
-                        fallback: &str,
-                        zero_ok: bool| {
-            match own.as_ref().or(def.as_ref()) {
-                None => Ok(humantime::parse_duration(fallback).expect("valid default")),
-                Some(sp) => {
-                    let d = humantime::parse_duration(sp.get_ref()).map_err(|e| {
-                        err(
-                            sp.span().start,
-                            format!("bad duration {:?}: {e}", sp.get_ref()),
-                        )
-                    })?;
-                    if d.is_zero() && !zero_ok {
-                        return Err(err(
-                            sp.span().start,
-                            "duration must be more than zero".into(),
-                        ));
-                    }
-                    Ok(d)
-                }
-            }
-        };
-        let request = o.request.or(d.request).unwrap_or(Request::Post);
-        if request == Request::Binary && !features.iter().any(|f| f == "binary-payload") {
-            return Err(err(
-                at,
-                "request = \"binary\" needs the binary-payload feature".into(),
-            ));
-        }
-        let proxy = o
-            .proxy
+    }
+    Ok(Scenario {
+        label: o.label.clone().unwrap_or_else(|| name.clone()),
+        name,
+        server,
+        features,
+        workers: workers(o.workers.as_ref().or(d.workers.as_ref()), err)?,
+        backlog: o.backlog.or(d.backlog).unwrap_or(1024),
+        topology,
+        link_delay: link_delay(o.link_delay.as_ref().or(d.link_delay.as_ref()), err)?,
+        proxy,
+        nginx_workers: o.nginx_workers.or(d.nginx_workers).unwrap_or(1),
+        log,
+        log_level: o
+            .log_level
             .clone()
-            .or_else(|| d.proxy.clone())
-            .filter(|p| p != "none");
-        let spin_ns = o.spin_ns.or(d.spin_ns);
-        let log = o.log.or(d.log).unwrap_or(LogSink::None);
-        let topology = o.topology.or(d.topology).unwrap_or(Topology::Loopback);
-        if spin_ns.is_some() && !features.iter().any(|f| f == "calibrate") {
-            return Err(err(at, "spin_ns needs the calibrate feature".into()));
+            .or_else(|| d.log_level.clone())
+            .unwrap_or_else(|| "info".into()),
+        request,
+        connections: o.connections.or(d.connections).unwrap_or(64),
+        threads: o.threads.or(d.threads).unwrap_or(1),
+        duration: duration(&o.duration, &d.duration, "10s", false)?,
+        warmup: duration(&o.warmup, &d.warmup, "3s", true)?,
+        interval: duration(&o.interval, &d.interval, "1s", false)?,
+        rate: o.rate.or(d.rate),
+        server_cpus: o.server_cpus.clone().or_else(|| d.server_cpus.clone()),
+        loadgen_cpus: o.loadgen_cpus.clone().or_else(|| d.loadgen_cpus.clone()),
+        repetitions: o
+            .repetitions
+            .as_ref()
+            .or(d.repetitions.as_ref())
+            .map_or(1, |r| *r.get_ref())
+            .max(1),
+        spin_ns,
+        client_timeout,
+        hosts,
+        libc: match o.libc.or(d.libc) {
+            None | Some(LibcToml::Glibc) => Libc::Glibc,
+            Some(LibcToml::Musl) => Libc::Musl,
+        },
+        original: match &o.original {
+            Some(sp) => Some(original(sp, err)?),
+            None => None,
+        },
+    })
+}
+
+/// `workers = N` or `"logical"`/`"physical"`, as the servers' `--workers`.
+fn workers(
+    set: Option<&Spanned<WorkersToml>>,
+    err: &Err,
+) -> Result<Option<Workers>, ScenarioError> {
+    let Some(sp) = set else { return Ok(None) };
+    let text = match sp.get_ref() {
+        WorkersToml::Count(n) => n.to_string(),
+        WorkersToml::Rule(r) => r.clone(),
+    };
+    text.parse::<Workers>()
+        .map(Some)
+        .map_err(|e| err(sp.span().start, format!("bad workers: {e}")))
+}
+
+/// `link_delay = "1ms"` (netns rows).
+fn link_delay(set: Option<&Spanned<String>>, err: &Err) -> Result<Option<Duration>, ScenarioError> {
+    let Some(sp) = set else { return Ok(None) };
+    humantime::parse_duration(sp.get_ref())
+        .map(Some)
+        .map_err(|e| {
+            err(
+                sp.span().start,
+                format!("bad link_delay {:?}: {e}", sp.get_ref()),
+            )
+        })
+}
+
+/// A published figure, checked.
+fn original(
+    sp: &Spanned<analysis::Original>,
+    err: &Err,
+) -> Result<analysis::Original, ScenarioError> {
+    match sp.get_ref().problem() {
+        Some(why) => Err(err(sp.span().start, why.into())),
+        None => Ok(*sp.get_ref()),
+    }
+}
+
+/// The remote hosts a row names (`server_host`, `proxy_host`,
+/// `load_hosts`), checked against the file's hosts; `None` for a local row.
+fn remote_hosts(
+    o: &Settings,
+    d: &Settings,
+    remote: Option<&Remote>,
+    has_proxy: bool,
+    at: usize,
+    err: &Err,
+) -> Result<Option<RowHosts>, ScenarioError> {
+    crate::config::hosts::row_hosts(
+        remote,
+        o.server_host.as_ref().or(d.server_host.as_ref()),
+        o.proxy_host.as_ref().or(d.proxy_host.as_ref()),
+        o.load_hosts.as_ref().or(d.load_hosts.as_ref()),
+        has_proxy,
+    )
+    .map_err(|(a, m)| err(a.unwrap_or(at), m))
+}
+
+/// Row `index`'s name (letters, digits, - and _; not used by an `earlier`
+/// row), where it stands, and its server.
+fn name_and_server(
+    index: usize,
+    o: &Settings,
+    earlier: &[Scenario],
+    err: &Err,
+) -> Result<(String, usize, Server), ScenarioError> {
+    let Some(name_sp) = &o.name else {
+        return Err(err(0, format!("scenario {} has no name", index + 1)));
+    };
+    let name = name_sp.get_ref().clone();
+    let at = name_sp.span().start;
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(err(
+            at,
+            format!("scenario name {name:?}: use letters, digits, - and _"),
+        ));
+    }
+    if earlier.iter().any(|x| x.name == name) {
+        return Err(err(at, format!("scenario name {name:?} is used twice")));
+    }
+    let Some(server_sp) = &o.server else {
+        return Err(err(at, format!("scenario {name:?} has no server")));
+    };
+    let Some(server) = Server::from_name(server_sp.get_ref()) else {
+        return Err(err(
+            server_sp.span().start,
+            format!(
+                "unknown server {:?}: use \"actix\" or \"ntex\"",
+                server_sp.get_ref()
+            ),
+        ));
+    };
+    Ok((name, at, server))
+}
+
+/// A row's features: known, one runtime, one log sink, in the order of
+/// [`FEATURES`] (so equal sets make equal variants).
+fn features(
+    o: &Settings,
+    d: &Settings,
+    server: Server,
+    err: &Err,
+) -> Result<Vec<String>, ScenarioError> {
+    let empty = Spanned::new(0..0, Vec::new());
+    let feature_list = o
+        .features
+        .as_ref()
+        .or(d.features.as_ref())
+        .unwrap_or(&empty);
+    let mut features = Vec::new();
+    for f in feature_list.get_ref() {
+        if !FEATURES.contains(&f.get_ref().as_str()) {
+            return Err(err(
+                f.span().start,
+                format!(
+                    "unknown feature {:?}: one of {}",
+                    f.get_ref(),
+                    FEATURES.join(", ")
+                ),
+            ));
         }
-        let hosts = crate::config::hosts::row_hosts(
-            remote.as_ref(),
-            o.server_host.as_ref().or(d.server_host.as_ref()),
-            o.proxy_host.as_ref().or(d.proxy_host.as_ref()),
-            o.load_hosts.as_ref().or(d.load_hosts.as_ref()),
-            proxy.is_some(),
+        features.push(f.get_ref().clone());
+    }
+    let runtimes: Vec<&String> = features.iter().filter(|f| f.starts_with("rt-")).collect();
+    if runtimes.len() > 1 {
+        return Err(err(
+            feature_list.span().start,
+            format!("features {runtimes:?}: one runtime per row"),
+        ));
+    }
+    if server == Server::Actix
+        && runtimes
+            .iter()
+            .any(|r| app_core::runtime::REPLACES_DEFAULT.contains(&r.as_str()))
+    {
+        return Err(err(
+            feature_list.span().start,
+            "actix-web runs on tokio only: rt-neon, rt-uring and rt-compio are ntex's runtimes"
+                .into(),
+        ));
+    }
+    if features.iter().any(|f| f == "log-stdout") && features.iter().any(|f| f == "log-file") {
+        return Err(err(
+            feature_list.span().start,
+            "features log-stdout and log-file cannot go together".into(),
+        ));
+    }
+    // Keep the order of FEATURES, so equal sets make equal variants.
+    features.sort_by_key(|f| FEATURES.iter().position(|k| k == f));
+    features.dedup();
+    Ok(features)
+}
+
+/// A duration setting: `fallback` when unset; zero only where `zero_ok`.
+fn pick_duration(
+    set: Option<&Spanned<String>>,
+    fallback: &str,
+    zero_ok: bool,
+    err: &Err,
+) -> Result<Duration, ScenarioError> {
+    let Some(sp) = set else {
+        return Ok(humantime::parse_duration(fallback).expect("valid default"));
+    };
+    let d = humantime::parse_duration(sp.get_ref()).map_err(|e| {
+        err(
+            sp.span().start,
+            format!("bad duration {:?}: {e}", sp.get_ref()),
         )
-        .map_err(|(a, m)| err(a.unwrap_or(at), m))?;
-        if hosts.is_some() && topology != Topology::Loopback {
-            return Err(err(
-                at,
-                "a row on remote hosts has no topology: its hosts are the placement".into(),
-            ));
-        }
-        if hosts.is_some() && log != LogSink::None {
-            return Err(err(
-                at,
-                "a row on remote hosts logs to none (its stdout is not carried back)".into(),
-            ));
-        }
-        let client_timeout = o.client_timeout.or(d.client_timeout);
-        if client_timeout == Some(0) && !features.iter().any(|f| f == "keepalive-os") {
-            return Err(err(
-                at,
-                "client_timeout = 0 needs the keepalive-os feature (the servers refuse it otherwise)"
-                    .into(),
-            ));
-        }
-        scenarios.push(Scenario {
-            label: o.label.clone().unwrap_or_else(|| name.clone()),
-            name,
-            server,
-            features,
-            workers: match o.workers.as_ref().or(d.workers.as_ref()) {
-                None => None,
-                Some(sp) => {
-                    let text = match sp.get_ref() {
-                        WorkersToml::Count(n) => n.to_string(),
-                        WorkersToml::Rule(r) => r.clone(),
-                    };
-                    Some(
-                        text.parse::<Workers>()
-                            .map_err(|e| err(sp.span().start, format!("bad workers: {e}")))?,
-                    )
-                }
-            },
-            backlog: o.backlog.or(d.backlog).unwrap_or(1024),
-            topology,
-            link_delay: match o.link_delay.as_ref().or(d.link_delay.as_ref()) {
-                None => None,
-                Some(sp) => Some(humantime::parse_duration(sp.get_ref()).map_err(|e| {
-                    err(
-                        sp.span().start,
-                        format!("bad link_delay {:?}: {e}", sp.get_ref()),
-                    )
-                })?),
-            },
-            proxy,
-            nginx_workers: o.nginx_workers.or(d.nginx_workers).unwrap_or(1),
-            log,
-            log_level: o
-                .log_level
-                .clone()
-                .or_else(|| d.log_level.clone())
-                .unwrap_or_else(|| "info".into()),
-            request,
-            connections: o.connections.or(d.connections).unwrap_or(64),
-            threads: o.threads.or(d.threads).unwrap_or(1),
-            duration: pick_dur(&o.duration, &d.duration, "10s", false)?,
-            warmup: pick_dur(&o.warmup, &d.warmup, "3s", true)?,
-            interval: pick_dur(&o.interval, &d.interval, "1s", false)?,
-            rate: o.rate.or(d.rate),
-            server_cpus: o.server_cpus.clone().or_else(|| d.server_cpus.clone()),
-            loadgen_cpus: o.loadgen_cpus.clone().or_else(|| d.loadgen_cpus.clone()),
-            repetitions: o
-                .repetitions
-                .as_ref()
-                .or(d.repetitions.as_ref())
-                .map_or(1, |r| *r.get_ref())
-                .max(1),
-            spin_ns,
-            client_timeout,
-            hosts,
-            libc: o.libc.or(d.libc).unwrap_or_default(),
-            original: match &o.original {
-                Some(sp) => match sp.get_ref().problem() {
-                    Some(why) => return Err(err(sp.span().start, why.into())),
-                    None => Some(*sp.get_ref()),
-                },
-                None => None,
-            },
-        });
+    })?;
+    if d.is_zero() && !zero_ok {
+        return Err(err(
+            sp.span().start,
+            "duration must be more than zero".into(),
+        ));
     }
-    if let Some(b) = &raw.baseline {
-        if !scenarios.iter().any(|s| &s.name == b.get_ref()) {
-            return Err(err(
-                b.span().start,
-                format!("baseline {:?} is not a scenario name", b.get_ref()),
-            ));
-        }
-    }
+    Ok(d)
+}
+
+/// The file's design (`design`, `kind` and their tables), checked against
+/// its rows.
+fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, ScenarioError> {
     let design = match raw
         .design
         .as_ref()
@@ -404,7 +522,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
                     ));
                 }
             }
-            Design::Paired(paired_settings(raw.paired.as_ref(), &err)?)
+            Design::Paired(paired_settings(raw.paired.as_ref(), err)?)
         }
         Some((other, span)) => {
             return Err(err(
@@ -459,9 +577,9 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
                     "design is for throughput rows; memory rows run one at a time".into(),
                 ));
             }
-            check_memory_rows(&raw, &scenarios, &err)?;
+            check_memory_rows(raw, scenarios, err)?;
             let _ = span;
-            Design::Memory(memory_settings(raw.memory.as_ref(), &err)?)
+            Design::Memory(memory_settings(raw.memory.as_ref(), err)?)
         }
         Some((other, span)) => {
             return Err(err(
@@ -470,27 +588,12 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
             ))
         }
     };
-    let name = path
-        .file_stem()
-        .map_or("scenarios".into(), |s| s.to_string_lossy().into_owned());
-    Ok(ScenarioFile {
-        path: path.to_owned(),
-        title: raw.title.unwrap_or_else(|| name.clone()),
-        name,
-        baseline: raw.baseline.map(Spanned::into_inner),
-        design,
-        scenarios,
-        remote,
-    })
+    Ok(design)
 }
 
 /// Memory rows take their connections from `connections` and hold them;
 /// what only throughput rows use is refused, so a file says what it measures.
-fn check_memory_rows(
-    raw: &RawFile,
-    rows: &[Scenario],
-    err: &dyn Fn(usize, String) -> ScenarioError,
-) -> Result<(), ScenarioError> {
+fn check_memory_rows(raw: &RawFile, rows: &[Scenario], err: &Err) -> Result<(), ScenarioError> {
     for o in raw.scenario.iter().chain([&raw.defaults]) {
         let keys = [
             ("duration", o.duration.as_ref().map(|x| x.span().start)),
@@ -531,7 +634,7 @@ fn check_memory_rows(
 
 fn memory_settings(
     raw: Option<&Spanned<RawMemory>>,
-    err: &dyn Fn(usize, String) -> ScenarioError,
+    err: &Err,
 ) -> Result<MemorySettings, ScenarioError> {
     let mut m = MemorySettings::default();
     let Some(raw) = raw else { return Ok(m) };
@@ -560,7 +663,7 @@ fn memory_settings(
 
 fn paired_settings(
     raw: Option<&Spanned<RawPaired>>,
-    err: &dyn Fn(usize, String) -> ScenarioError,
+    err: &Err,
 ) -> Result<PairedSettings, ScenarioError> {
     let mut p = PairedSettings::default();
     let Some(raw) = raw else { return Ok(p) };

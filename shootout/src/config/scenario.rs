@@ -9,6 +9,10 @@ use serde::Deserialize;
 
 /// Server features both crates define.
 pub use app_core::ALL_FEATURES as FEATURES;
+use variants::Variant;
+/// The twins, and the C library a server is built against (glibc, or a
+/// static musl build).
+pub use variants::{Libc, Server};
 
 /// A scenario file problem: `file:line: message`.
 #[derive(Debug, thiserror::Error)]
@@ -17,28 +21,6 @@ pub struct ScenarioError {
     pub file: PathBuf,
     pub line: usize,
     pub message: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Server {
-    Actix,
-    Ntex,
-}
-
-impl Server {
-    pub fn package(self) -> &'static str {
-        match self {
-            Server::Actix => "shootout-actix",
-            Server::Ntex => "shootout-ntex",
-        }
-    }
-    pub fn binary(self) -> &'static str {
-        match self {
-            Server::Actix => "actix-server",
-            Server::Ntex => "ntex-server",
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -67,22 +49,6 @@ pub enum LogSink {
     Xterm,
     /// alacritty (OpenGL, software rendering) on a private Xvfb display.
     Alacritty,
-}
-
-/// The C library a server is built against: glibc (the host's), or musl
-/// (a static `x86_64-unknown-linux-musl` build, with musl's malloc when no
-/// allocator feature is on).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Libc {
-    #[default]
-    Glibc,
-    Musl,
-}
-
-impl Libc {
-    /// The cargo `--target` of a musl build.
-    pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -226,16 +192,17 @@ pub struct ScenarioFile {
 }
 
 impl Scenario {
+    /// The server build this row runs: its server, features and libc.
+    pub fn build_variant(&self) -> Variant {
+        Variant {
+            server: self.server,
+            features: self.features.clone(),
+            libc: self.libc,
+        }
+    }
+
     /// `actix-server+global-counter+keepalive-os`: one build per distinct value.
     pub fn variant(&self) -> String {
-        let mut v = self.server.binary().to_string();
-        for f in &self.features {
-            v.push('+');
-            v.push_str(f);
-        }
-        if self.libc == Libc::Musl {
-            v.push_str("@musl");
-        }
-        v
+        self.build_variant().name()
     }
 }

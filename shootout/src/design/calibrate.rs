@@ -16,14 +16,16 @@ use analysis::paired::report::{cpu_metric, rps_metric, Metric};
 use anyhow::{bail, Context};
 use serde::Serialize;
 
-use crate::config::scenario::{
-    LogSink, PairedSettings, Request, Scenario, Schedule, Server, Topology,
-};
-use crate::design::paired;
-use crate::prepare::build;
+use analysis::paired::input::Window;
+
+use crate::config::parse;
+use crate::config::scenario::{Design, PairedSettings, Scenario, ScenarioFile, Server};
+use crate::design::{paired, Prepared};
+use crate::place::placement::Hosts;
+use crate::prepare::{build, setup};
 use crate::record::comparison::ComparisonRecord;
-use crate::record::meta;
-use app_core::workers::Workers;
+use crate::record::meta::{self, Meta};
+use crate::record::report;
 
 /// How to calibrate.
 #[derive(Debug, Clone)]
@@ -115,160 +117,215 @@ pub struct CalibrateOutcome {
     pub interrupted: bool,
 }
 
-fn scenario(name: &str, label: &str, o: &CalibrateOptions) -> Scenario {
-    Scenario {
-        name: name.into(),
-        label: label.into(),
-        server: o.server,
-        features: vec!["calibrate".into()],
-        workers: Some(Workers::Count(std::num::NonZeroUsize::MIN)),
-        backlog: 1024,
-        topology: Topology::Loopback,
-        link_delay: None,
-        proxy: None,
-        nginx_workers: 1,
-        log: LogSink::None,
-        log_level: "info".into(),
-        request: Request::Post,
-        connections: o.connections,
-        threads: 1,
-        duration: o.block,
-        warmup: o.settle,
-        interval: Duration::from_secs(1),
-        rate: None,
-        server_cpus: Some("1".into()),
-        loadgen_cpus: Some("0".into()),
-        repetitions: 1,
-        libc: crate::config::scenario::Libc::Glibc,
-        spin_ns: None,
-        client_timeout: None,
-        hosts: None,
-        original: None,
+/// The calibration as a scenario file, read by the scenario parser like
+/// any other (so every default is the parser's): a paired comparison of an
+/// A/A row and the positive control against `base`, one worker pinned to
+/// CPU 1, loadgen on CPU 0.
+fn scenario_file(o: &CalibrateOptions) -> anyhow::Result<ScenarioFile> {
+    use toml::{map::Map, Value};
+    let row = |name: &str, label: &str| {
+        let mut r = Map::new();
+        r.insert("name".into(), name.into());
+        r.insert("label".into(), label.into());
+        Value::Table(r)
+    };
+    let dur = |d: Duration| Value::from(humantime::format_duration(d).to_string());
+    let mut paired = Map::new();
+    paired.insert("schedule".into(), "duet".into());
+    paired.insert("block".into(), dur(o.block));
+    paired.insert("settle".into(), dur(o.settle));
+    paired.insert(
+        "budget".into(),
+        dur(Duration::from_secs_f64(o.minutes * 60.0 / 2.0)),
+    );
+    paired.insert("min_blocks".into(), 2.into());
+    paired.insert("seed".into(), 1.into());
+    let mut defaults = Map::new();
+    defaults.insert("server".into(), o.server.name().into());
+    defaults.insert("features".into(), vec![Value::from("calibrate")].into());
+    defaults.insert("workers".into(), 1.into());
+    defaults.insert("connections".into(), i64::from(o.connections).into());
+    defaults.insert("server_cpus".into(), "1".into());
+    defaults.insert("loadgen_cpus".into(), "0".into());
+    let mut t = Map::new();
+    t.insert(
+        "title".into(),
+        "Calibration: resolution of the paired design on this machine".into(),
+    );
+    t.insert("design".into(), "paired".into());
+    t.insert("baseline".into(), "base".into());
+    t.insert("paired".into(), Value::Table(paired));
+    t.insert("defaults".into(), Value::Table(defaults));
+    t.insert(
+        "scenario".into(),
+        vec![
+            row("base", "A (calibrate build, no spin)"),
+            row("aa", "A/A: the same build as a second process"),
+            row("control", "Positive control: the same build with --spin-ns"),
+        ]
+        .into(),
+    );
+    let mut file = parse::parse(Path::new("calibration.toml"), &toml::to_string(&t)?)?;
+    if let Design::Paired(p) = &mut file.design {
+        // Calibration measures for its whole budget: its width is the answer.
+        p.target_ci_pct = 0.0;
     }
+    Ok(file)
 }
 
-/// Runs the calibration into `<out>/<timestamp>-calibration/`.
-pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<CalibrateOutcome> {
+/// What the calibration ran, and where its files go.
+struct Setup {
+    file: ScenarioFile,
+    settings: PairedSettings,
+    dir: PathBuf,
+    table_dir: PathBuf,
+}
+
+/// Checks the options, makes the scenario file and the run directory and
+/// writes `table.toml`.
+fn set_up(o: &CalibrateOptions) -> anyhow::Result<Setup> {
     if !(o.spin_pct > 0.0 && o.spin_pct < 100.0) {
         bail!("--spin-pct must be between 0 and 100");
     }
     if !(o.minutes > 0.0 && o.minutes <= 60.0) {
         bail!("--minutes must be above 0 and at most 60");
     }
-    let root = build::workspace_root();
+    let file = scenario_file(o)?;
+    let Design::Paired(settings) = file.design.clone() else {
+        bail!("the calibration file is not paired");
+    };
     // Before anything is built or written.
-    crate::prepare::setup::ensure(&crate::prepare::setup::needs_of([&scenario("base", "", o)]))?;
+    setup::ensure(&setup::needs_of(&file.scenarios))?;
     std::fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
     let out = std::fs::canonicalize(&o.out)?;
     let dir = out.join(format!("{}-calibration", meta::timestamp()));
-    let table_dir = dir.join("calibration");
+    let table_dir = dir.join(&file.name);
     std::fs::create_dir_all(&table_dir)
         .with_context(|| format!("creating {}", table_dir.display()))?;
-    let base = scenario("base", "A (calibrate build, no spin)", o);
-    let aa = scenario("aa", "A/A: the same build as a second process", o);
-    let mut control = scenario(
-        "control",
-        "Positive control: the same build with --spin-ns",
-        o,
-    );
-    let table = format!(
-        "title = \"Calibration: resolution of the paired design on this machine\"\ndesign = \"paired\"\nbaseline = \"base\"\n\n[[row]]\nname = \"base\"\nlabel = \"{}\"\n\n[[row]]\nname = \"aa\"\nlabel = \"{}\"\n\n[[row]]\nname = \"control\"\nlabel = \"{}\"\n",
-        base.label, aa.label, control.label
-    );
-    std::fs::write(table_dir.join("table.toml"), table)?;
+    report::write_table_toml(&table_dir, &file, &file.scenarios, &file.design)?;
+    Ok(Setup {
+        file,
+        settings,
+        dir,
+        table_dir,
+    })
+}
 
+/// Runs the calibration into `<out>/<timestamp>-calibration/`.
+pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<CalibrateOutcome> {
+    let root = build::workspace_root();
+    let Setup {
+        file,
+        settings,
+        dir,
+        table_dir,
+    } = set_up(o)?;
+    let [base, aa, control] = file.scenarios.as_slice() else {
+        bail!("the calibration file has three rows");
+    };
     eprintln!("shootout: building loadgen and {}", base.variant());
     let loadgen = build::loadgen(&root, o.profile)?;
-    let bin = build::server(&root, &base, o.profile)?;
+    let bin = build::server(&root, base, o.profile)?;
     let binaries = HashMap::from([(base.variant(), bin)]);
-    let half = Duration::from_secs_f64(o.minutes * 60.0 / 2.0);
-    let settings = PairedSettings {
-        schedule: Schedule::Duet,
-        block: o.block,
-        settle: o.settle,
-        budget: half,
-        // Calibration measures for its whole budget: its width is the answer.
-        target_ci_pct: 0.0,
-        min_blocks: 2,
-        seed: 1,
+    let hosts = Hosts::here();
+    let run = Prepared {
+        root: &root,
+        dir: &dir,
+        table_dir: &table_dir,
+        loadgen: &loadgen,
+        binaries: &binaries,
+        hosts: &hosts,
+        stop,
     };
     let ctx = paired::Ctx {
-        root: &root,
-        loadgen_bin: &loadgen,
-        binaries: &binaries,
-        table_dir: &table_dir,
-        tmp: dir.join("tmp"),
+        run: &run,
         settings: &settings,
-        stop,
-        remote: None,
     };
-    let mut records: Vec<ComparisonRecord> = Vec::new();
-    let finish = |records: &[ComparisonRecord], interrupted: bool| -> anyhow::Result<()> {
+    let mut meta = Meta::collect(&root, "shootout calibrate");
+    meta.design = "paired".into();
+    let finish = |meta: &mut Meta, records: &[ComparisonRecord], interrupted: bool| {
         let _ = std::fs::remove_dir_all(dir.join("tmp"));
-        let mut m = serde_json::json!({
-            "design": "paired",
-            "command": "shootout calibrate",
-            "comparisons": records,
-            "interrupted": interrupted,
-        });
-        m["git_sha"] = serde_json::json!(meta::output(
-            "git",
-            &["-C", &root.display().to_string(), "rev-parse", "HEAD"]
-        ));
-        write_json(&dir.join("meta.json"), &m)?;
-        crate::record::report::analyse(&dir);
-        Ok(())
+        meta.paired = records.to_vec();
+        meta.interrupted = interrupted;
+        meta.write(&dir)?;
+        report::analyse(&dir);
+        anyhow::Ok(())
+    };
+    let interrupted = |dir: PathBuf| CalibrateOutcome {
+        dir,
+        calibration: None,
+        interrupted: true,
     };
 
-    let (rec, stopped) = paired::compare(&ctx, &base, &aa, 0);
-    let failed = rec.error.clone();
-    records.push(rec);
-    if stopped.is_some() || failed.is_some() {
-        finish(&records, stopped.is_some())?;
-        if let Some(e) = failed {
+    let (rec, stopped) = paired::compare(&ctx, base, aa, 0);
+    let mut records = vec![rec];
+    if stopped.is_some() || records[0].error.is_some() {
+        finish(&mut meta, &records, stopped.is_some())?;
+        if let Some(e) = &records[0].error {
             bail!("A/A comparison: {e}");
         }
-        return Ok(CalibrateOutcome {
-            dir,
-            calibration: None,
-            interrupted: true,
-        });
+        return Ok(interrupted(dir));
     }
-    let aa_windows = read_comparison(&table_dir.join("aa"), &mut Vec::new()).windows;
+    let aa_windows = read_comparison(&table_dir.join(&aa.name), &mut Vec::new()).windows;
     let cpus: Vec<f64> = aa_windows.iter().filter_map(|w| w.base_cpu_us).collect();
     if cpus.is_empty() {
         bail!("the A/A run measured no server CPU per request");
     }
     let cpu_us = cpus.iter().sum::<f64>() / cpus.len() as f64;
+    let mut control = control.clone();
     control.spin_ns = Some((cpu_us * 1000.0 * o.spin_pct / 100.0).round().max(1.0) as u64);
     eprintln!(
         "shootout: server CPU per request {cpu_us:.3} µs: the control spins {} ns",
         control.spin_ns.unwrap_or(0)
     );
-    let (rec, stopped) = paired::compare(&ctx, &base, &control, 1);
-    let failed = rec.error.clone();
+    let (rec, stopped) = paired::compare(&ctx, base, &control, 1);
     records.push(rec);
-    finish(&records, stopped.is_some())?;
-    if let Some(e) = failed {
+    finish(&mut meta, &records, stopped.is_some())?;
+    if let Some(e) = &records[1].error {
         bail!("control comparison: {e}");
     }
     if stopped.is_some() {
-        return Ok(CalibrateOutcome {
-            dir,
-            calibration: None,
-            interrupted: true,
-        });
+        return Ok(interrupted(dir));
     }
-    let control_windows = read_comparison(&table_dir.join("control"), &mut Vec::new()).windows;
+    let control_windows = read_comparison(&table_dir.join(&control.name), &mut Vec::new()).windows;
+    let spin_ns = control.spin_ns.unwrap_or(0);
+    let cal = figures(
+        o,
+        base,
+        &records,
+        cpu_us,
+        spin_ns,
+        &aa_windows,
+        &control_windows,
+    )?;
+    write_json(&dir.join("calibration.json"), &cal)?;
+    Ok(CalibrateOutcome {
+        dir,
+        calibration: Some(cal),
+        interrupted: false,
+    })
+}
+
+/// `calibration.json`'s figures from both comparisons' windows.
+#[allow(clippy::too_many_arguments)]
+fn figures(
+    o: &CalibrateOptions,
+    base: &Scenario,
+    records: &[ComparisonRecord],
+    cpu_us: f64,
+    spin_ns: u64,
+    aa_windows: &[Window],
+    control_windows: &[Window],
+) -> anyhow::Result<Calibration> {
     let need =
         |m: Option<Metric>, what: &str| m.with_context(|| format!("too few pairs for {what}"));
     let (aa_rps, aa_cpu) = (
-        need(rps_metric(&aa_windows), "the A/A 2xx/s ratio")?,
-        need(cpu_metric(&aa_windows), "the A/A CPU ratio")?,
+        need(rps_metric(aa_windows), "the A/A 2xx/s ratio")?,
+        need(cpu_metric(aa_windows), "the A/A CPU ratio")?,
     );
     let (c_rps, c_cpu) = (
-        need(rps_metric(&control_windows), "the control 2xx/s ratio")?,
-        need(cpu_metric(&control_windows), "the control CPU ratio")?,
+        need(rps_metric(control_windows), "the control 2xx/s ratio")?,
+        need(cpu_metric(control_windows), "the control CPU ratio")?,
     );
     let p = o.spin_pct / 100.0;
     let control_fig = |m: &Metric, expected_pct: f64| ControlFigures {
@@ -281,7 +338,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
     let rps_c = control_fig(&c_rps, (1.0 / (1.0 + p) - 1.0) * 100.0);
     let cpu_c = control_fig(&c_cpu, p * 100.0);
     let (aa_s, c_s) = (records[0].seconds, records[1].seconds);
-    let cal = Calibration {
+    Ok(Calibration {
         date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         cpu_model: meta::cpu_model(),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -303,9 +360,9 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
             },
         },
         control: Control {
-            spin_ns: control.spin_ns.unwrap_or(0),
-            spin_iters: median_field(&records[1], "spin_iters=").map(|v| v.round() as u64),
-            spin_ns_per_iter: median_field(&records[1], "spin_ns_per_iter="),
+            spin_ns,
+            spin_iters: median_field(&records[1], "spin_iters").map(|v| v.round() as u64),
+            spin_ns_per_iter: median_field(&records[1], "spin_ns_per_iter"),
             expected_pct: rps_c.expected_pct,
             measured_pct: rps_c.measured_pct,
             ci95_pct: rps_c.ci95_pct,
@@ -319,12 +376,6 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
         control_pairs: control_windows.len(),
         aa_seconds: aa_s,
         control_seconds: c_s,
-    };
-    write_json(&dir.join("calibration.json"), &cal)?;
-    Ok(CalibrateOutcome {
-        dir,
-        calibration: Some(cal),
-        interrupted: false,
     })
 }
 
@@ -334,11 +385,7 @@ fn median_field(rec: &ComparisonRecord, key: &str) -> Option<f64> {
         .blocks
         .iter()
         .filter_map(|b| b.row_startup_line.as_deref())
-        .filter_map(|line| {
-            line.split_whitespace()
-                .find_map(|kv| kv.strip_prefix(key))
-                .and_then(|x| x.parse().ok())
-        })
+        .filter_map(|line| app_core::startup_field(line, key)?.parse().ok())
         .collect();
     v.sort_by(f64::total_cmp);
     (!v.is_empty()).then(|| v[v.len() / 2])

@@ -5,18 +5,47 @@
 //! [`analysis::memory`]), loadgen's records beside it.
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use analysis::memory::{MemoryRecord, Reclaim, Sample};
 use anyhow::{bail, Context};
 
-use crate::config::scenario::MemorySettings;
-use crate::design::sequential::Job;
-use crate::place::procs::resident_kib;
+use crate::config::scenario::{MemorySettings, Scenario};
+use crate::design::{each, rounds, Job, Prepared, RunOutcome};
 use crate::place::running::Running;
+use crate::record::meta::Meta;
+use crate::record::report;
 use crate::stack::Stack;
 use crate::Interrupted;
+
+/// Memory rows, one repetition at a time, in rounds.
+pub fn run_all(
+    run: &Prepared,
+    scenarios: &[Scenario],
+    settings: &MemorySettings,
+    meta: &mut Meta,
+) -> anyhow::Result<RunOutcome> {
+    meta.design = "memory".into();
+    let mut failed = 0;
+    let interrupted = each(run, rounds(scenarios), |unit| {
+        let job = Job::new(run, unit);
+        let (rec, stopped) = self::run(&job, settings);
+        report::print_memory(&rec, job.scenario.repetitions);
+        failed += usize::from(rec.error.is_some());
+        write(run.table_dir, &job.stem, &rec)?;
+        meta.memory.push(rec);
+        meta.write(run.dir)?;
+        Ok(stopped)
+    })?;
+    Ok(RunOutcome {
+        dir: run.dir.to_path_buf(),
+        rows: Vec::new(),
+        comparisons: Vec::new(),
+        memory_failed: failed,
+        memory_total: meta.memory.len(),
+        interrupted,
+    })
+}
 
 /// Runs one repetition; errors are recorded in the returned record.
 pub fn run(job: &Job, m: &MemorySettings) -> (MemoryRecord, Option<Interrupted>) {
@@ -55,25 +84,17 @@ pub fn write(table_dir: &Path, stem: &str, rec: &MemoryRecord) -> anyhow::Result
 
 fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Result<()> {
     let s = job.scenario;
-    let place = crate::place::placement::Placement::new(s, job.ns_index, None)?;
+    let place = job.place()?;
     let mut stack = job.start_stack(&place)?;
     let started = Instant::now();
     rec.startup_line = stack.startup_line.clone();
-    let field = |key: &str| {
-        stack
-            .startup_line
-            .split_whitespace()
-            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
-            .map(str::to_owned)
-    };
+    let field = |key: &str| app_core::startup_field(&stack.startup_line, key).map(str::to_owned);
     rec.server = s.server.binary().to_string();
     rec.allocator = field("allocator").unwrap_or_else(|| "unknown".into());
     rec.workers = field("workers").and_then(|w| w.parse().ok());
     stack.verify(place.client())?;
-    let pid = stack.server_pid();
     let sample = |stack: &Stack| -> anyhow::Result<Sample> {
-        let (rss_kib, pss_kib) =
-            resident_kib(stack.server_pid()).context("reading the server's memory from /proc")?;
+        let (rss_kib, pss_kib) = stack.server_resident_kib()?;
         Ok(Sample {
             rss_kib,
             pss_kib,
@@ -83,9 +104,9 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
     pause(job, m.settle)?;
     rec.idle = sample(&stack)?;
 
-    let log = job.table_dir.join(format!("{}.hold.jsonl", job.stem));
+    let log = job.run.table_dir.join(format!("{}.hold.jsonl", job.stem));
     let mut argv = crate::measure::load::taskset(&s.loadgen_cpus);
-    argv.push(place.client().place_binary(job.loadgen_bin)?);
+    argv.push(place.client().place_binary(job.run.loadgen)?);
     for (flag, value) in [
         ("--hold", humantime::format_duration(m.hold).to_string()),
         ("-c", s.connections.to_string()),
@@ -113,7 +134,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
             held_at = Some(Instant::now());
         }
         if let Some(t) = held_at {
-            if let Some((rss, _)) = resident_kib(pid) {
+            if let Ok((rss, _)) = stack.server_resident_kib() {
                 peak = peak.max(rss);
             }
             if rec.held.rss_kib == 0 && t.elapsed() >= m.settle {
@@ -148,7 +169,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
 fn pause(job: &Job, d: Duration) -> anyhow::Result<()> {
     let until = Instant::now() + d;
     while Instant::now() < until {
-        if job.stop.load(Ordering::Relaxed) {
+        if job.run.stopping() {
             return Err(Interrupted.into());
         }
         std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
@@ -159,7 +180,7 @@ fn pause(job: &Job, d: Duration) -> anyhow::Result<()> {
 /// Ctrl-C stops loadgen and becomes [`Interrupted`]; a server that died is
 /// an error.
 fn watch(job: &Job, stack: &mut Stack, loadgen: &mut Running) -> anyhow::Result<()> {
-    if job.stop.load(Ordering::Relaxed) {
+    if job.run.stopping() {
         let _ = loadgen.stop(Duration::from_secs(2));
         return Err(Interrupted.into());
     }

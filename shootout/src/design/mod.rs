@@ -1,8 +1,8 @@
-//! Designs: the schedules that run a file's rows. Each design is a loop
-//! over rows (or comparisons) that places, starts, measures, checks and
-//! records them through the stages of the other folders; this module
-//! prepares a run once (setup, builds, hosts) and hands it to the file's
-//! design.
+//! Designs: the schedules that run a file's rows. Each is a loop over units
+//! (a row's repetition, a comparison) that places, starts, measures, checks
+//! and records them through the stages of the other folders. This module
+//! prepares a run once (setup, builds, hosts), hands it to the file's
+//! design, and runs the loop they share.
 
 pub mod calibrate;
 pub mod memory;
@@ -15,15 +15,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 
-use crate::config::scenario::{self, Design, Scenario, ScenarioFile};
-use crate::design::sequential::Job;
+use crate::config::scenario::{Design, Scenario, ScenarioFile};
+use crate::place::connect;
+use crate::place::placement::{Hosts, Placement};
 use crate::prepare::{build, setup};
 use crate::record::comparison::ComparisonRecord;
+use crate::record::meta::{self, Meta};
+use crate::record::report;
 use crate::record::row::RowRecord;
-use crate::record::{meta, report};
+use crate::stack::{Stack, StackSpec};
+use crate::Interrupted;
 
+/// How to run a scenario file.
+#[derive(Debug, Clone)]
 pub struct RunOptions {
     /// Run only this scenario.
     pub only: Option<String>,
@@ -67,6 +73,38 @@ impl RunOutcome {
     }
 }
 
+/// What every design needs once the builds are done.
+pub struct Prepared<'a> {
+    pub root: &'a Path,
+    /// The run directory.
+    pub dir: &'a Path,
+    /// Where the table's raw files go.
+    pub table_dir: &'a Path,
+    pub loadgen: &'a Path,
+    /// Server binary per variant.
+    pub binaries: &'a HashMap<String, PathBuf>,
+    /// Where rows can be placed.
+    pub hosts: &'a Hosts,
+    pub stop: &'a Arc<AtomicBool>,
+}
+
+impl Prepared<'_> {
+    /// The binary of row `s`'s variant.
+    pub fn server_bin(&self, s: &Scenario) -> &Path {
+        &self.binaries[&s.variant()]
+    }
+
+    /// A private directory under the run's temp directory (removed at the end).
+    pub fn tmp(&self, name: &str) -> PathBuf {
+        self.dir.join("tmp").join(name)
+    }
+
+    /// True once SIGINT or SIGTERM came.
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
 /// Runs every scenario (or `--only` one) of `file`, writing as it goes.
 pub fn run_file(
     file: &ScenarioFile,
@@ -74,6 +112,51 @@ pub fn run_file(
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<RunOutcome> {
     let root = build::workspace_root();
+    let (scenarios, design) = select(file, opts)?;
+    // Before anything is built or written: what these rows run must be here.
+    setup::ensure(&setup::needs_of(&scenarios))?;
+    setup::ensure_rust_targets(&scenarios)?;
+    let dir = run_dir(&opts.out, &format!("{}-{}", meta::timestamp(), file.name))?;
+    let table_dir = dir.join(&file.name);
+    std::fs::create_dir_all(&table_dir)
+        .with_context(|| format!("creating {}", table_dir.display()))?;
+    report::write_table_toml(&table_dir, file, &scenarios, &design)?;
+    let (loadgen, binaries) = build_all(&root, &scenarios, opts.profile)?;
+    let mut meta = Meta::collect(&root, &file.path.display().to_string());
+    // Remote rows: every host of the file connected and checked once, before
+    // any row runs; a host that fails stops the run here, named.
+    let hosts = match &file.remote {
+        Some(r) if scenarios.iter().any(|s| s.hosts.is_some()) => {
+            Hosts::with_remote(connect::connect(r, &loadgen)?)
+        }
+        _ => Hosts::here(),
+    };
+    meta.hosts = hosts.checked();
+    let run = Prepared {
+        root: &root,
+        dir: &dir,
+        table_dir: &table_dir,
+        loadgen: &loadgen,
+        binaries: &binaries,
+        hosts: &hosts,
+        stop,
+    };
+    let outcome = match &design {
+        Design::Sequential => sequential::run_all(&run, &scenarios, &mut meta)?,
+        Design::Paired(p) => paired::run_all(&run, &scenarios, p, &mut meta)?,
+        Design::Memory(m) => memory::run_all(&run, &scenarios, m, &mut meta)?,
+    };
+    let _ = std::fs::remove_dir_all(dir.join("tmp"));
+    meta.interrupted = outcome.interrupted;
+    meta.write(&dir)?;
+    report::analyse(&dir);
+    Ok(outcome)
+}
+
+/// The rows of `file` this run measures (`--only`, with the baseline of a
+/// paired file first), and its design with the command line's overrides.
+fn select(file: &ScenarioFile, opts: &RunOptions) -> anyhow::Result<(Vec<Scenario>, Design)> {
+    let path = file.path.display();
     let mut scenarios: Vec<_> = file
         .scenarios
         .iter()
@@ -81,9 +164,8 @@ pub fn run_file(
         .cloned()
         .collect();
     if scenarios.is_empty() {
-        anyhow::bail!(
-            "{}: no scenario named {:?}",
-            file.path.display(),
+        bail!(
+            "{path}: no scenario named {:?}",
             opts.only.as_deref().unwrap_or("")
         );
     }
@@ -98,10 +180,7 @@ pub fn run_file(
         }
         Design::Memory(_) => {
             if opts.duration.is_some() || opts.budget.is_some() {
-                anyhow::bail!(
-                    "{}: memory rows take their times from [memory] (hold, settle, after), not --duration or --budget",
-                    file.path.display()
-                );
+                bail!("{path}: memory rows take their times from [memory] (hold, settle, after), not --duration or --budget");
             }
         }
         Design::Paired(p) => {
@@ -109,158 +188,76 @@ pub fn run_file(
             p.budget = opts.budget.unwrap_or(p.budget);
             // Every row is measured against the baseline, which runs in
             // every comparison (and is not compared with itself).
-            let base = file
-                .baseline
-                .clone()
-                .expect("the parser requires a baseline");
-            if opts.only.as_ref() == Some(&base) {
-                anyhow::bail!(
-                    "{}: {base:?} is the baseline; compare it with itself through a row with the same settings (an A/A row)",
-                    file.path.display()
-                );
+            let base = file.baseline.as_deref().context("no baseline")?;
+            if opts.only.as_deref() == Some(base) {
+                bail!("{path}: {base:?} is the baseline; compare it with itself through a row with the same settings (an A/A row)");
             }
             if !scenarios.iter().any(|s| s.name == base) {
-                let b = file
-                    .scenarios
-                    .iter()
-                    .find(|s| s.name == base)
-                    .expect("parsed");
-                scenarios.insert(0, b.clone());
+                let b = file.scenarios.iter().find(|s| s.name == base);
+                scenarios.insert(0, b.context("no baseline row")?.clone());
             }
         }
     }
-    // Before anything is built or written: what these rows run must be here.
-    setup::ensure(&setup::needs_of(&scenarios))?;
-    setup::ensure_rust_targets(&scenarios)?;
-    let run_id = format!("{}-{}", meta::timestamp(), file.name);
-    // Absolute, because nginx resolves its prefix's paths itself and the
-    // servers and nginx run from other directories.
-    std::fs::create_dir_all(&opts.out)
-        .with_context(|| format!("creating {}", opts.out.display()))?;
-    let out = std::fs::canonicalize(&opts.out)
-        .with_context(|| format!("resolving {}", opts.out.display()))?;
-    let dir = out.join(&run_id);
-    let table_dir = dir.join(&file.name);
-    std::fs::create_dir_all(&table_dir)
-        .with_context(|| format!("creating {}", table_dir.display()))?;
-    report::write_table_toml(&table_dir, file, &scenarios, &design)?;
-
-    eprintln!("shootout: building loadgen and {} server variant(s)", {
-        let mut v: Vec<String> = scenarios.iter().map(|s| s.variant()).collect();
-        v.sort();
-        v.dedup();
-        v.len()
-    });
-    let loadgen = build::loadgen(&root, opts.profile)?;
-    let mut binaries = HashMap::new();
-    for s in &scenarios {
-        if let std::collections::hash_map::Entry::Vacant(slot) = binaries.entry(s.variant()) {
-            slot.insert(build::server(&root, s, opts.profile)?);
-        }
-    }
-
-    let mut meta = meta::Meta::collect(&root, file);
-    // Remote rows: every host of the file connected and checked once, before
-    // any row runs; a host that fails stops the run here, named.
-    let remote = match &file.remote {
-        Some(r) if scenarios.iter().any(|s| s.hosts.is_some()) => {
-            let connected = crate::place::connect::connect(r, &loadgen)?;
-            meta.hosts = connected.hosts.iter().map(|(_, _, c)| c.clone()).collect();
-            Some(connected)
-        }
-        _ => None,
-    };
-    let run = Prepared {
-        root: &root,
-        dir: &dir,
-        table_dir: &table_dir,
-        loadgen: &loadgen,
-        binaries: &binaries,
-        stop,
-        remote: remote.as_ref(),
-    };
-    let outcome = match &design {
-        Design::Sequential => run_sequential(&run, &scenarios, &mut meta)?,
-        Design::Paired(p) => run_paired(&run, file, &scenarios, p, &mut meta)?,
-        Design::Memory(m) => run_memory(&run, &scenarios, m, &mut meta)?,
-    };
-    let _ = std::fs::remove_dir_all(dir.join("tmp"));
-    meta.interrupted = outcome.interrupted;
-    meta.write(&dir)?;
-    report::analyse(&dir);
-    Ok(outcome)
+    Ok((scenarios, design))
 }
 
-/// What every design needs once the builds are done.
-struct Prepared<'a> {
-    root: &'a Path,
-    dir: &'a Path,
-    table_dir: &'a Path,
-    loadgen: &'a Path,
-    binaries: &'a HashMap<String, PathBuf>,
-    stop: &'a Arc<AtomicBool>,
-    /// The remote hosts' sessions, when rows run on them.
-    remote: Option<&'a crate::place::connect::Connected>,
+/// `OUT/NAME`, created; absolute, because nginx resolves its prefix's paths
+/// itself and the servers and nginx run from other directories.
+fn run_dir(out: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let out = std::fs::canonicalize(out).with_context(|| format!("resolving {}", out.display()))?;
+    let dir = out.join(name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
 }
 
-fn run_sequential(
-    run: &Prepared,
+/// loadgen and every distinct server variant of `scenarios`, built once each.
+fn build_all(
+    root: &Path,
     scenarios: &[Scenario],
-    meta: &mut meta::Meta,
-) -> anyhow::Result<RunOutcome> {
-    let (root, dir, table_dir, loadgen, binaries, stop) = (
-        run.root,
-        run.dir,
-        run.table_dir,
-        run.loadgen,
-        run.binaries,
-        run.stop,
+    profile: build::Profile,
+) -> anyhow::Result<(PathBuf, HashMap<String, PathBuf>)> {
+    let mut variants: Vec<String> = scenarios.iter().map(Scenario::variant).collect();
+    variants.sort();
+    variants.dedup();
+    eprintln!(
+        "shootout: building loadgen and {} server variant(s)",
+        variants.len()
     );
-    let mut rows = Vec::new();
-    let mut interrupted = false;
-    for (i, s, rep, stem) in rounds(scenarios) {
-        if stop.load(Ordering::Relaxed) {
-            interrupted = true;
-            break;
-        }
-        let job = Job {
-            root,
-            scenario: s,
-            repetition: rep,
-            server_bin: &binaries[&s.variant()],
-            loadgen_bin: loadgen,
-            table_dir,
-            tmp: dir.join("tmp").join(&stem),
-            stem,
-            ns_index: i,
-            stop,
-            remote: run.remote,
-        };
-        let (rec, stopped) = sequential::run(&job);
-        report::print_row(&rec, s.repetitions);
-        rows.push(rec);
-        meta.rows = rows.clone();
-        meta.write(dir)?;
-        if stopped.is_some() {
-            interrupted = true;
-            break;
+    let loadgen = build::loadgen(root, profile)?;
+    let mut binaries = HashMap::new();
+    for s in scenarios {
+        if let std::collections::hash_map::Entry::Vacant(slot) = binaries.entry(s.variant()) {
+            slot.insert(build::server(root, s, profile)?);
         }
     }
-    meta.rows = rows.clone();
-    Ok(RunOutcome {
-        dir: dir.to_path_buf(),
-        rows,
-        comparisons: Vec::new(),
-        memory_failed: 0,
-        memory_total: 0,
-        interrupted,
-    })
+    Ok((loadgen, binaries))
+}
+
+/// The loop every design runs: one unit after another (a row's
+/// repetition, a comparison), each recorded by `one` (which writes
+/// meta.json) as it ends. Stops before the next unit once the run is
+/// stopped, or when `one` reports that it was interrupted; returns whether
+/// it was.
+pub(crate) fn each<T>(
+    run: &Prepared,
+    units: impl IntoIterator<Item = T>,
+    mut one: impl FnMut(T) -> anyhow::Result<Option<Interrupted>>,
+) -> anyhow::Result<bool> {
+    for unit in units {
+        if run.stopping() || one(unit)?.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The order of a design's repetitions: in rounds (A B C, A B C, ...), not
 /// row after row, so that drift on a shared machine spreads over every row
 /// alike. Yields (row index, row, repetition, file stem).
-fn rounds(scenarios: &[Scenario]) -> impl Iterator<Item = (usize, &Scenario, u32, String)> {
+pub(crate) fn rounds(
+    scenarios: &[Scenario],
+) -> impl Iterator<Item = (usize, &Scenario, u32, String)> {
     let rounds = scenarios.iter().map(|s| s.repetitions).max().unwrap_or(1);
     (1..=rounds).flat_map(move |rep| {
         scenarios
@@ -278,105 +275,46 @@ fn rounds(scenarios: &[Scenario]) -> impl Iterator<Item = (usize, &Scenario, u32
     })
 }
 
-/// Memory rows, one repetition at a time, in rounds.
-fn run_memory(
-    run: &Prepared,
-    scenarios: &[Scenario],
-    settings: &scenario::MemorySettings,
-    meta: &mut meta::Meta,
-) -> anyhow::Result<RunOutcome> {
-    meta.design = "memory".into();
-    let mut interrupted = false;
-    let mut failed = 0;
-    for (i, s, rep, stem) in rounds(scenarios) {
-        if run.stop.load(Ordering::Relaxed) {
-            interrupted = true;
-            break;
-        }
-        let job = Job {
-            root: run.root,
-            scenario: s,
-            repetition: rep,
-            server_bin: &run.binaries[&s.variant()],
-            loadgen_bin: run.loadgen,
-            table_dir: run.table_dir,
-            tmp: run.dir.join("tmp").join(&stem),
-            stem: stem.clone(),
-            ns_index: i,
-            stop: run.stop,
-            remote: None,
-        };
-        let (rec, stopped) = memory::run(&job, settings);
-        report::print_memory(&rec, s.repetitions);
-        failed += usize::from(rec.error.is_some());
-        memory::write(run.table_dir, &stem, &rec)?;
-        meta.memory.push(rec);
-        meta.write(run.dir)?;
-        if stopped.is_some() {
-            interrupted = true;
-            break;
-        }
-    }
-    Ok(RunOutcome {
-        dir: run.dir.to_path_buf(),
-        rows: Vec::new(),
-        comparisons: Vec::new(),
-        memory_failed: failed,
-        memory_total: meta.memory.len(),
-        interrupted,
-    })
+/// One repetition of one row, for the designs that run a row at a time.
+pub struct Job<'a> {
+    pub run: &'a Prepared<'a>,
+    pub scenario: &'a Scenario,
+    pub repetition: u32,
+    /// File stem for this repetition's files.
+    pub stem: String,
+    /// Its private files (removed after the repetition).
+    pub tmp: PathBuf,
+    /// Keeps its namespaces apart from other rows'.
+    pub ns_index: usize,
 }
 
-/// Every row against the baseline, one comparison after another.
-fn run_paired(
-    run: &Prepared,
-    file: &ScenarioFile,
-    scenarios: &[Scenario],
-    settings: &scenario::PairedSettings,
-    meta: &mut meta::Meta,
-) -> anyhow::Result<RunOutcome> {
-    let base_name = file
-        .baseline
-        .as_deref()
-        .expect("the parser requires a baseline");
-    let base = scenarios
-        .iter()
-        .find(|s| s.name == base_name)
-        .expect("baseline added");
-    let ctx = paired::Ctx {
-        root: run.root,
-        loadgen_bin: run.loadgen,
-        binaries: run.binaries,
-        table_dir: run.table_dir,
-        tmp: run.dir.join("tmp"),
-        settings,
-        stop: run.stop,
-        remote: run.remote,
-    };
-    meta.design = "paired".into();
-    let mut comparisons = Vec::new();
-    let mut interrupted = false;
-    for (i, row) in scenarios.iter().filter(|s| s.name != base_name).enumerate() {
-        if run.stop.load(Ordering::Relaxed) {
-            interrupted = true;
-            break;
-        }
-        let (rec, stopped) = paired::compare(&ctx, base, row, i);
-        report::print_comparison(&rec);
-        comparisons.push(rec);
-        meta.paired = comparisons.clone();
-        meta.write(run.dir)?;
-        if stopped.is_some() {
-            interrupted = true;
-            break;
+impl<'a> Job<'a> {
+    /// The job of one unit of [`rounds`].
+    pub fn new(run: &'a Prepared<'a>, unit: (usize, &'a Scenario, u32, String)) -> Job<'a> {
+        let (ns_index, scenario, repetition, stem) = unit;
+        Job {
+            run,
+            scenario,
+            repetition,
+            tmp: run.tmp(&stem),
+            stem,
+            ns_index,
         }
     }
-    Ok(RunOutcome {
-        dir: run.dir.to_path_buf(),
-        rows: Vec::new(),
-        comparisons,
-        memory_failed: 0,
-        memory_total: 0,
-        interrupted,
-    })
+
+    /// The row's hosts.
+    pub fn place(&self) -> anyhow::Result<Placement> {
+        self.run.hosts.place(self.scenario, self.ns_index)
+    }
+
+    /// Starts the row's stack on `place`.
+    pub fn start_stack(&self, place: &Placement) -> anyhow::Result<Stack> {
+        let spec = StackSpec {
+            root: self.run.root,
+            scenario: self.scenario,
+            server_bin: self.run.server_bin(self.scenario),
+            tmp: self.tmp.clone(),
+        };
+        Stack::start(&spec, place)
+    }
 }

@@ -20,10 +20,7 @@
 //! machine's calibration. `schedule = "alternate"` runs the other
 //! design (slot 1's load, then slot 2's, within each block) for comparison.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use analysis::paired::input::read_comparison;
@@ -32,31 +29,63 @@ use analysis::paired::{block_stem, CpuSample, Order};
 use anyhow::{bail, Context};
 use rand::{Rng, SeedableRng};
 
-use crate::check::counter;
-use crate::check::verify;
+use crate::check::{counter, verify};
 use crate::config::scenario::{PairedSettings, Scenario, Schedule};
+use crate::design::{each, Prepared, RunOutcome};
+use crate::measure::cpu::CpuProbe;
 use crate::measure::load::{self, Timing};
-use crate::place::connect::Connected;
 use crate::place::placement::Placement;
-use crate::place::procs::group_cpu_ns;
-use crate::place::remote::{self, RemoteProc};
-use crate::place::running::Running;
-use crate::record::comparison::{BlockRecord, ComparisonRecord};
+use crate::place::running::{Boundaries, Running};
+use crate::record::comparison::{BlockRecord, ComparisonRecord, SideFacts};
+use crate::record::meta::Meta;
+use crate::record::report;
 use crate::stack::{Stack, StackSpec};
 use crate::Interrupted;
 
 /// What a paired comparison needs from the run.
 pub struct Ctx<'a> {
-    pub root: &'a Path,
-    pub loadgen_bin: &'a Path,
-    /// Server binary per variant.
-    pub binaries: &'a HashMap<String, PathBuf>,
-    pub table_dir: &'a Path,
-    pub tmp: PathBuf,
+    pub run: &'a Prepared<'a>,
     pub settings: &'a PairedSettings,
-    pub stop: &'a Arc<AtomicBool>,
-    /// The remote hosts' sessions, for rows that name hosts.
-    pub remote: Option<&'a Connected>,
+}
+
+/// Every row against the baseline (the first row), one comparison after
+/// another.
+pub fn run_all(
+    run: &Prepared,
+    scenarios: &[Scenario],
+    settings: &PairedSettings,
+    meta: &mut Meta,
+) -> anyhow::Result<RunOutcome> {
+    let (base, rows) = scenarios.split_first().context("no baseline")?;
+    let ctx = Ctx { run, settings };
+    meta.design = "paired".into();
+    let mut comparisons = Vec::new();
+    let interrupted = each(run, rows.iter().enumerate(), |(i, row)| {
+        let (rec, stopped) = compare(&ctx, base, row, i);
+        report::print_comparison(&rec);
+        comparisons.push(rec);
+        meta.paired = comparisons.clone();
+        meta.write(run.dir)?;
+        Ok(stopped)
+    })?;
+    Ok(RunOutcome {
+        dir: run.dir.to_path_buf(),
+        rows: Vec::new(),
+        comparisons,
+        memory_failed: 0,
+        memory_total: 0,
+        interrupted,
+    })
+}
+
+/// One comparison: a row against the baseline; `index` keeps the network
+/// namespaces of different comparisons apart.
+struct Pair<'a> {
+    base: &'a Scenario,
+    row: &'a Scenario,
+    index: usize,
+    /// Where its raw files go.
+    dir: PathBuf,
 }
 
 /// Runs blocks of `row` against `base` until the target or the budget.
@@ -68,29 +97,15 @@ pub fn compare(
     index: usize,
 ) -> (ComparisonRecord, Option<Interrupted>) {
     let p = ctx.settings;
-    let mut rec = ComparisonRecord {
-        row: row.name.clone(),
-        baseline: base.name.clone(),
-        row_variant: row.variant(),
-        base_variant: base.variant(),
-        server_cpus: row.server_cpus.clone(),
-        loadgen_cpus: row.loadgen_cpus.clone(),
-        settings: format!(
-            "{:?}, block {}, settle {}, budget {}, target ±{}%, min {} blocks, seed {}",
-            p.schedule,
-            humantime::format_duration(p.block),
-            humantime::format_duration(p.settle),
-            humantime::format_duration(p.budget),
-            p.target_ci_pct,
-            p.min_blocks,
-            p.seed
-        )
-        .to_lowercase(),
-        ..ComparisonRecord::default()
+    let mut rec = ComparisonRecord::new(base, row, p);
+    let pair = Pair {
+        base,
+        row,
+        index,
+        dir: ctx.run.table_dir.join(&row.name),
     };
-    let dir = ctx.table_dir.join(&row.name);
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        rec.error = Some(format!("creating {}: {e}", dir.display()));
+    if let Err(e) = std::fs::create_dir_all(&pair.dir) {
+        rec.error = Some(format!("creating {}: {e}", pair.dir.display()));
         rec.stopped_by = "error".into();
         return (rec, None);
     }
@@ -114,41 +129,40 @@ pub fn compare(
                 break;
             }
         }
-        if ctx.stop.load(Ordering::Relaxed) {
+        if ctx.run.stopping() {
             rec.stopped_by = "interrupted".into();
             interrupted = Some(Interrupted);
             break;
         }
-        let order = if even {
-            if rng.gen_bool(0.5) {
-                Order::Ab
-            } else {
-                Order::Ba
-            }
-        } else {
+        // Every two blocks hold AB and BA, the first of them drawn.
+        let order = if !even {
             next_order
+        } else if rng.gen_bool(0.5) {
+            Order::Ab
+        } else {
+            Order::Ba
         };
         next_order = match order {
             Order::Ab => Order::Ba,
             Order::Ba => Order::Ab,
         };
         let t0 = Instant::now();
-        let mut block = BlockRecord {
-            block: n,
-            order: order.as_str().into(),
-            ..BlockRecord::default()
-        };
-        let tmp = ctx.tmp.join(format!("{}-{n}", row.name));
-        let outcome = run_block(ctx, base, row, index, &dir, n, order, &mut block, &mut rec);
+        let mut facts = [SideFacts::default(), SideFacts::default()];
+        let tmp = ctx.run.tmp(&format!("{}-{n}", row.name));
+        let outcome = run_block(ctx, &pair, n, order, &tmp, &mut facts, &mut rec.netem);
         let _ = std::fs::remove_dir_all(&tmp);
         last_block = t0.elapsed();
-        block.seconds = last_block.as_secs_f64();
-        let failed = outcome.err();
-        if let Some(e) = &failed {
-            block.error = Some(format!("{e:#}"));
-        }
-        rec.blocks.push(block);
-        update_figures(&mut rec, &dir);
+        let [row_facts, base_facts] = facts;
+        let error = outcome.as_ref().err().map(|e| format!("{e:#}"));
+        rec.blocks.push(BlockRecord::build(
+            n,
+            order.as_str(),
+            row_facts,
+            base_facts,
+            last_block.as_secs_f64(),
+            error,
+        ));
+        update_figures(&mut rec, &pair.dir);
         eprintln!(
             "  {} vs {}: block {n} ({}) {}",
             row.name,
@@ -156,7 +170,7 @@ pub fn compare(
             order.as_str(),
             rec.progress()
         );
-        if let Some(e) = failed {
+        if let Err(e) = outcome {
             if e.is::<Interrupted>() {
                 rec.stopped_by = "interrupted".into();
                 interrupted = Some(Interrupted);
@@ -187,9 +201,33 @@ fn update_figures(rec: &mut ComparisonRecord, dir: &Path) {
     rec.cpu_ci95_pct = cpu.map(|m| m.ci95_pct);
 }
 
-/// The two sides of a block, in slot order.
+/// Which side of a comparison: its files' suffix, and its slot in
+/// [`SideFacts`] pairs (row first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Row,
+    Base,
+}
+
+impl Role {
+    fn name(self) -> &'static str {
+        match self {
+            Role::Row => "row",
+            Role::Base => "base",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Role::Row => 0,
+            Role::Base => 1,
+        }
+    }
+}
+
+/// One side of a block.
 struct Side<'a> {
-    role: &'static str,
+    role: Role,
     scenario: &'a Scenario,
     place: Placement,
     stack: Option<Stack>,
@@ -198,81 +236,109 @@ struct Side<'a> {
     log: PathBuf,
 }
 
-fn make_side<'s>(
-    ctx: &Ctx,
-    role: &'static str,
-    scenario: &'s Scenario,
-    ns: usize,
-    dir: &Path,
-    stem: &str,
-) -> anyhow::Result<Side<'s>> {
-    Ok(Side {
-        role,
-        scenario,
-        place: Placement::new(scenario, ns, ctx.remote)?,
-        stack: None,
-        before: 0,
-        loadgen: None,
-        log: dir.join(format!("{stem}.{role}.jsonl")),
-    })
+impl<'a> Side<'a> {
+    fn new(ctx: &Ctx, role: Role, pair: &Pair<'a>, stem: &str) -> anyhow::Result<Side<'a>> {
+        let scenario = match role {
+            Role::Row => pair.row,
+            Role::Base => pair.base,
+        };
+        Ok(Side {
+            role,
+            scenario,
+            place: ctx
+                .run
+                .hosts
+                .place(scenario, 2 * pair.index + role.index())?,
+            stack: None,
+            before: 0,
+            loadgen: None,
+            log: pair.dir.join(format!("{stem}.{}.jsonl", role.name())),
+        })
+    }
+
+    /// Starts and verifies its stack.
+    fn start(&mut self, ctx: &Ctx, tmp: &Path, facts: &mut SideFacts) -> anyhow::Result<()> {
+        let role = self.role.name();
+        let spec = StackSpec {
+            root: ctx.run.root,
+            scenario: self.scenario,
+            server_bin: ctx.run.server_bin(self.scenario),
+            tmp: tmp.join(role),
+        };
+        let stack = Stack::start(&spec, &self.place)
+            .with_context(|| format!("starting the {role} stack"))?;
+        facts.startup_line = Some(stack.startup_line.clone());
+        facts.terminal = stack.terminal.clone();
+        let verified = stack.verify(self.place.client())?;
+        self.before = verified.map_or(0, |v| v.count);
+        self.stack = Some(stack);
+        Ok(())
+    }
+
+    /// After the load: reads its loadgen's log, checks the counter and
+    /// stops the stack.
+    fn finish(&mut self, facts: &mut SideFacts) -> anyhow::Result<()> {
+        let role = self.role.name();
+        let status = self.loadgen.as_mut().and_then(Running::try_wait);
+        let code = status.and_then(|st| st.code());
+        facts.loadgen_exit = code;
+        let totals = load::read_log(&self.log)?;
+        let stack = self.stack.take().context("no stack")?;
+        let check = if verify::post_body(self.scenario.request).is_some() && !stack.is_ceiling() {
+            let after = stack.count(self.place.client())?;
+            let c = self.scenario.connections;
+            Some(counter::check(self.before, after, totals.acknowledged, c))
+        } else {
+            None
+        };
+        let (stopped, result) = stack.stop();
+        facts.server_exit = stopped.server_exit;
+        if status.is_some_and(|st| !st.success()) {
+            let msg = self.loadgen.as_ref().map(|l| l.stderr().tail());
+            bail!(
+                "the {role} loadgen exited with {code:?}: {}",
+                msg.unwrap_or_default()
+            );
+        }
+        if let Some(check) = check {
+            facts.counter = Some(check.with_context(|| format!("the {role} stack"))?);
+        }
+        result.with_context(|| format!("the {role} stack"))
+    }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One block: both stacks started and verified (slot 1 first), loaded
+/// (together in a duet, one after the other when alternating), their CPU
+/// written to `STEM.cpu.jsonl`, then checked and stopped. What each side
+/// reached goes to `facts` (row, base).
 fn run_block(
     ctx: &Ctx,
-    base: &Scenario,
-    row: &Scenario,
-    index: usize,
-    dir: &Path,
+    pair: &Pair,
     n: u32,
     order: Order,
-    block: &mut BlockRecord,
-    rec: &mut ComparisonRecord,
+    tmp: &Path,
+    facts: &mut [SideFacts; 2],
+    netem: &mut Option<String>,
 ) -> anyhow::Result<()> {
     let stem = block_stem(n, order);
-    let tmp = ctx.tmp.join(format!("{}-{n}", row.name));
-    let row_side = make_side(ctx, "row", row, 2 * index, dir, &stem)?;
-    let base_side = make_side(ctx, "base", base, 2 * index + 1, dir, &stem)?;
-    if let Some(why) = row_side
-        .place
-        .netem
-        .clone()
-        .or(base_side.place.netem.clone())
-    {
-        rec.netem = Some(why);
+    let row = Side::new(ctx, Role::Row, pair, &stem)?;
+    let base = Side::new(ctx, Role::Base, pair, &stem)?;
+    if let Some(why) = row.place.netem.clone().or(base.place.netem.clone()) {
+        *netem = Some(why);
     }
     let mut sides = match order {
-        Order::Ab => [row_side, base_side],
-        Order::Ba => [base_side, row_side],
+        Order::Ab => [row, base],
+        Order::Ba => [base, row],
     };
-    // Start and verify, slot 1 first.
     for s in sides.iter_mut() {
-        let spec = StackSpec {
-            root: ctx.root,
-            scenario: s.scenario,
-            server_bin: &ctx.binaries[&s.scenario.variant()],
-            tmp: tmp.join(s.role),
-        };
-        let stack = Stack::start(&spec, &s.place)
-            .with_context(|| format!("starting the {} stack", s.role))?;
-        let verified = stack.verify(s.place.client())?;
-        s.before = verified.map_or(0, |v| v.count);
-        let line = Some(stack.startup_line.clone());
-        if s.role == "row" {
-            block.row_startup_line = line;
-            block.row_terminal = stack.terminal.clone();
-        } else {
-            block.base_startup_line = line;
-            block.base_terminal = stack.terminal.clone();
-        }
-        s.stack = Some(stack);
+        s.start(ctx, tmp, &mut facts[s.role.index()])?;
     }
     // Duet: both loadgens at one barrier. Alternate: slot 1's, then slot 2's.
     let samples = match ctx.settings.schedule {
-        Schedule::Duet => load_and_sample(ctx, &mut sides, &[0, 1], &tmp)?,
+        Schedule::Duet => load_and_sample(ctx, &mut sides, &[0, 1], tmp)?,
         Schedule::Alternate => {
-            let first = load_and_sample(ctx, &mut sides, &[0], &tmp)?;
-            let second = load_and_sample(ctx, &mut sides, &[1], &tmp)?;
+            let first = load_and_sample(ctx, &mut sides, &[0], tmp)?;
+            let second = load_and_sample(ctx, &mut sides, &[1], tmp)?;
             first
                 .into_iter()
                 .zip(second)
@@ -280,76 +346,40 @@ fn run_block(
                 .collect()
         }
     };
-    let path = dir.join(format!("{stem}.cpu.jsonl"));
+    write_cpu(&pair.dir.join(format!("{stem}.cpu.jsonl")), &sides, samples)?;
+    // Both loadgens have exited: read, check and stop, slot 1 first.
+    for s in sides.iter_mut() {
+        s.finish(&mut facts[s.role.index()])?;
+    }
+    Ok(())
+}
+
+/// `STEM.cpu.jsonl`: both servers' CPU at every boundary, by role.
+fn write_cpu(path: &Path, sides: &[Side; 2], samples: Vec<Sample>) -> anyhow::Result<()> {
     let mut lines = String::new();
     for (k, unix_ms, ns) in samples {
-        let (row_cpu_ns, base_cpu_ns) = if sides[0].role == "row" {
-            (ns[0], ns[1])
-        } else {
-            (ns[1], ns[0])
-        };
+        let mut by_role = [0u64; 2];
+        for (slot, s) in sides.iter().enumerate() {
+            by_role[s.role.index()] = ns[slot];
+        }
         lines += &serde_json::to_string(&CpuSample {
             k,
             unix_ms,
-            row_cpu_ns,
-            base_cpu_ns,
+            row_cpu_ns: by_role[0],
+            base_cpu_ns: by_role[1],
         })?;
         lines.push('\n');
     }
-    std::fs::write(&path, lines).with_context(|| format!("writing {}", path.display()))?;
-
-    // Both loadgens have exited; read, check and stop, recording as we go.
-    for s in sides.iter_mut() {
-        let status = s.loadgen.as_mut().and_then(Running::try_wait);
-        let code = status.and_then(|st| st.code());
-        let totals = load::read_log(&s.log)?;
-        let stack = s.stack.take().expect("started");
-        let check = if verify::post_body(s.scenario.request).is_some() && !stack.is_ceiling() {
-            let after = stack.count(s.place.client())?;
-            Some(counter::check(
-                s.before,
-                after,
-                totals.acknowledged,
-                s.scenario.connections,
-            ))
-        } else {
-            None
-        };
-        let (stopped, result) = stack.stop();
-        if s.role == "row" {
-            block.row_loadgen_exit = code;
-            block.row_server_exit = stopped.server_exit;
-        } else {
-            block.base_loadgen_exit = code;
-            block.base_server_exit = stopped.server_exit;
-        }
-        if status.is_some_and(|st| !st.success()) {
-            let msg = s.loadgen.as_ref().map(|l| l.stderr().tail());
-            bail!(
-                "the {} loadgen exited with {code:?}: {}",
-                s.role,
-                msg.unwrap_or_default()
-            );
-        }
-        if let Some(check) = check {
-            let check = check.with_context(|| format!("the {} stack", s.role))?;
-            if s.role == "row" {
-                block.row_counter = Some(check);
-            } else {
-                block.base_counter = Some(check);
-            }
-        }
-        result.with_context(|| format!("the {} stack", s.role))?;
-    }
-    Ok(())
+    std::fs::write(path, lines).with_context(|| format!("writing {}", path.display()))
 }
 
 /// One CPU reading of both slots at boundary `k`: (k, Unix ms, ns per slot).
 type Sample = (u64, u64, [u64; 2]);
 
-/// Starts the loadgens of the `active` slots at one barrier, reads their
-/// servers' CPU time at every interval boundary (0 = the start), and
-/// returns once they have exited. Every stack must stay alive meanwhile.
+/// Starts the loadgens of the `active` slots at one barrier, reads both
+/// stacks' CPU time at every interval boundary (0 = the start) through
+/// their CPU probes, and returns once the loadgens have exited. Every stack
+/// must stay alive meanwhile.
 fn load_and_sample(
     ctx: &Ctx,
     sides: &mut [Side; 2],
@@ -357,13 +387,16 @@ fn load_and_sample(
     tmp: &Path,
 ) -> anyhow::Result<Vec<Sample>> {
     // Binaries first (an upload can take a while), then a barrier far
-    // enough ahead for every loadgen to start (an ssh start is slower).
+    // enough ahead for every loadgen to start on its host.
     let mut bins = Vec::new();
     for &i in active {
-        bins.push(sides[i].place.client().place_binary(ctx.loadgen_bin)?);
+        bins.push(sides[i].place.client().place_binary(ctx.run.loadgen)?);
     }
-    let remote = sides.iter().any(|s| s.place.server.is_remote());
-    let lead = Duration::from_millis(if remote { 2000 } else { 500 });
+    let lead = sides
+        .iter()
+        .map(|s| s.place.start_lead())
+        .max()
+        .unwrap_or_default();
     let start_at = SystemTime::now() + lead;
     let start = Instant::now() + lead;
     let timing = Timing {
@@ -380,17 +413,17 @@ fn load_and_sample(
     let interval = sides[0].scenario.interval;
     let last = (timing.warmup.as_nanos().div_ceil(interval.as_nanos())
         + timing.duration.as_nanos().div_ceil(interval.as_nanos())) as u64;
-    let samplers = start_samplers(sides, tmp, start_at, interval, last)?;
-    let mut samples = Vec::new();
-    // Here, the stacks' CPU is read from /proc at each boundary; remote
-    // stacks' comes from their hosts' samplers afterwards.
-    let cpu = |s: &Side| -> u64 {
-        let st = s.stack.as_ref().expect("started");
-        st.local_pids()
-            .into_iter()
-            .filter_map(group_cpu_ns)
-            .sum::<u64>()
+    let b = Boundaries {
+        start: start_at,
+        interval,
+        last,
     };
+    let mut probes = Vec::new();
+    for s in sides.iter() {
+        let stack = s.stack.as_ref().expect("started");
+        probes.push(CpuProbe::start(stack, b, &tmp.join(s.role.name()))?);
+    }
+    let mut times = Vec::new();
     let stop_all = |sides: &mut [Side; 2]| {
         for s in sides.iter_mut() {
             if let Some(l) = s.loadgen.as_mut() {
@@ -401,21 +434,24 @@ fn load_and_sample(
     for k in 0..=last {
         let due = start + interval * k as u32;
         while Instant::now() < due {
-            if ctx.stop.load(Ordering::Relaxed) {
+            if ctx.run.stopping() {
                 stop_all(sides);
                 return Err(Interrupted.into());
             }
             std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
         }
-        let ns = [cpu(&sides[0]), cpu(&sides[1])];
-        let unix_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        samples.push((k, unix_ms, ns));
+        for p in &mut probes {
+            p.at(k);
+        }
+        times.push(
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+        );
         let mut dead = None;
         for s in sides.iter_mut() {
             if let Err(e) = s.stack.as_mut().expect("started").check_alive() {
-                dead = Some(e.context(format!("the {} stack", s.role)));
+                dead = Some(e.context(format!("the {} stack", s.role.name())));
             }
         }
         if let Some(e) = dead {
@@ -434,65 +470,11 @@ fn load_and_sample(
             let _ = l.stop(Duration::from_secs(2));
         }
     }
-    add_remote_cpu(samplers, &mut samples, deadline)?;
-    Ok(samples)
-}
-
-/// A CPU sampler on a remote host: the slot whose stack it reads, the
-/// process, and the file it writes here.
-type Sampler = (usize, RemoteProc, PathBuf);
-
-/// One sampler per slot and remote host its server or nginx runs on.
-fn start_samplers(
-    sides: &[Side; 2],
-    tmp: &Path,
-    start_at: SystemTime,
-    interval: Duration,
-    last: u64,
-) -> anyhow::Result<Vec<Sampler>> {
-    let mut out = Vec::new();
-    for (slot, s) in sides.iter().enumerate() {
-        let procs = s.stack.as_ref().expect("started").remote_procs();
-        let mut hosts: Vec<&str> = procs.iter().map(|p| p.host()).collect();
-        hosts.dedup();
-        for host in hosts {
-            let on: Vec<&&RemoteProc> = procs.iter().filter(|p| p.host() == host).collect();
-            let pids: Vec<u32> = on.iter().map(|p| p.pid).collect();
-            std::fs::create_dir_all(tmp).with_context(|| format!("creating {}", tmp.display()))?;
-            let path = tmp.join(format!("cpu-{}-{host}.txt", s.role));
-            let file = std::fs::File::create(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
-            let session = on[0].session();
-            let proc_ = remote::cpu_sampler(session, &pids, start_at, interval, last, file.into())?;
-            out.push((slot, proc_, path));
-        }
-    }
-    Ok(out)
-}
-
-/// Adds what the remote samplers read to each boundary's figures; an error
-/// naming the host when one missed a boundary.
-fn add_remote_cpu(
-    samplers: Vec<Sampler>,
-    samples: &mut [Sample],
-    deadline: Instant,
-) -> anyhow::Result<()> {
-    for (slot, mut proc_, path) in samplers {
-        proc_.wait(deadline.saturating_duration_since(Instant::now()));
-        let _ = proc_.stop(Duration::from_secs(2));
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let read = remote::read_cpu_samples(&text);
-        for (k, _, ns) in samples.iter_mut() {
-            let Some(v) = read.get(k) else {
-                bail!(
-                    "host {}: the CPU sampler has no reading at boundary {k}: {}",
-                    proc_.host(),
-                    proc_.lines().tail()
-                );
-            };
-            ns[slot] += v;
-        }
-    }
-    Ok(())
+    let mut probes = probes.into_iter();
+    let (first, second) = (probes.next().expect("two"), probes.next().expect("two"));
+    let (first, second) = (first.finish(deadline)?, second.finish(deadline)?);
+    Ok((0..=last)
+        .zip(times)
+        .map(|(k, unix_ms)| (k, unix_ms, [first[k as usize], second[k as usize]]))
+        .collect())
 }

@@ -2,86 +2,84 @@
 //! machine (or its hosts). Stages: place (hosts) -> start the stack ->
 //! verify from every load host -> load (one loadgen per load host) ->
 //! counter check -> stop; each stage owns what it started, so every exit
-//! path cleans up, here and on remote hosts alike.
+//! path cleans up, here and on remote hosts alike. What the stages find is
+//! kept in [`RowFacts`] and made into the row's record once.
 
-use std::path::{Path, PathBuf};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::bail;
 
 use crate::check::{counter, verify};
 use crate::config::scenario::Scenario;
+use crate::design::{each, rounds, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
-use crate::place::connect::Connected;
 use crate::place::host::Host;
 use crate::place::placement::Placement;
 use crate::place::procs::Usage;
 use crate::place::running::Running;
-use crate::record::row::RowRecord;
-use crate::stack::{Stack, StackSpec};
+use crate::record::meta::Meta;
+use crate::record::report;
+use crate::record::row::{RowFacts, RowRecord};
+use crate::stack::Stack;
 use crate::Interrupted;
 
-/// What one repetition needs from the run.
-pub struct Job<'a> {
-    pub root: &'a Path,
-    pub scenario: &'a Scenario,
-    pub repetition: u32,
-    pub server_bin: &'a Path,
-    pub loadgen_bin: &'a Path,
-    /// Where the loadgen log goes.
-    pub table_dir: &'a Path,
-    /// File stem for this repetition's files.
-    pub stem: String,
-    pub tmp: PathBuf,
-    pub ns_index: usize,
-    pub stop: &'a Arc<AtomicBool>,
-    /// The remote hosts' sessions, for rows that name hosts.
-    pub remote: Option<&'a Connected>,
+/// Every repetition of every row, in rounds.
+pub fn run_all(
+    run: &Prepared,
+    scenarios: &[Scenario],
+    meta: &mut Meta,
+) -> anyhow::Result<RunOutcome> {
+    let mut rows = Vec::new();
+    let interrupted = each(run, rounds(scenarios), |unit| {
+        let job = Job::new(run, unit);
+        let (rec, stopped) = self::run(&job);
+        report::print_row(&rec, job.scenario.repetitions);
+        rows.push(rec);
+        meta.rows = rows.clone();
+        meta.write(run.dir)?;
+        Ok(stopped)
+    })?;
+    Ok(RunOutcome {
+        dir: run.dir.to_path_buf(),
+        rows,
+        comparisons: Vec::new(),
+        memory_failed: 0,
+        memory_total: 0,
+        interrupted,
+    })
 }
 
-/// Runs the job; errors are recorded in the returned record.
+/// Runs one repetition; errors are recorded in the returned record.
 pub fn run(job: &Job) -> (RowRecord, Option<Interrupted>) {
-    let mut rec = RowRecord::new(job.scenario, job.repetition);
-    let outcome = run_stages(job, &mut rec);
+    let mut facts = RowFacts::default();
+    let outcome = run_stages(job, &mut facts);
     let _ = std::fs::remove_dir_all(&job.tmp);
-    rec.finish(outcome)
+    RowRecord::build(job.scenario, job.repetition, facts, outcome)
 }
 
-impl Job<'_> {
-    /// Starts the row's stack on `place`: a stage of every design that runs
-    /// one row at a time.
-    pub fn start_stack(&self, place: &Placement) -> anyhow::Result<Stack> {
-        let spec = StackSpec {
-            root: self.root,
-            scenario: self.scenario,
-            server_bin: self.server_bin,
-            tmp: self.tmp.clone(),
-        };
-        Stack::start(&spec, place)
-    }
-}
-
-fn run_stages(job: &Job, rec: &mut RowRecord) -> anyhow::Result<()> {
+fn run_stages(job: &Job, facts: &mut RowFacts) -> anyhow::Result<()> {
     let s = job.scenario;
-    let place = Placement::new(s, job.ns_index, job.remote)?;
-    rec.topology = place.topology(s);
-    rec.netem = place.netem.clone();
+    let place = job.place()?;
+    facts.placed = Some((place.topology.clone(), place.netem.clone()));
     let mut stack = job.start_stack(&place)?;
-    rec.startup_line = Some(stack.startup_line.clone());
-    rec.terminal = stack.terminal.clone();
-    rec.log_file = stack.log_file.as_ref().map(|p| p.display().to_string());
+    facts.started = Some((
+        stack.startup_line.clone(),
+        stack.terminal.clone(),
+        stack.log_file.as_ref().map(|p| p.display().to_string()),
+    ));
     // Every load host must reach the app; the first one's findings are kept.
+    let mut verified = None;
     for client in place.clients.iter().rev() {
-        rec.verified = stack.verify(client)?;
+        verified = stack.verify(client)?;
     }
-    let before = rec.verified.as_ref().map_or(0, |v| v.count);
+    let before = verified.as_ref().map_or(0, |v| v.count);
+    facts.verified = verified;
 
     let mut loadgens = start_loadgens(job, &place, stack.target)?;
-    let status = measure(job, rec, &mut stack, &mut loadgens)?;
-    rec.loadgen_exit = status.iter().filter_map(ExitStatus::code).max();
+    let status = measure(job, &place, facts, &mut stack, &mut loadgens)?;
     let mut acknowledged = 0;
     let mut rps = None;
     for l in &loadgens {
@@ -92,7 +90,7 @@ fn run_stages(job: &Job, rec: &mut RowRecord) -> anyhow::Result<()> {
             (a, b) => a.or(b),
         };
     }
-    rec.rps = rps;
+    facts.loaded = Some((worst_exit(&status), rps));
     for (l, st) in loadgens.iter().zip(&status) {
         if !st.success() {
             bail!(
@@ -104,11 +102,15 @@ fn run_stages(job: &Job, rec: &mut RowRecord) -> anyhow::Result<()> {
     }
     if verify::post_body(s.request).is_some() && !stack.is_ceiling() {
         let after = stack.count(place.client())?;
-        rec.counter = Some(counter::check(before, after, acknowledged, s.connections)?);
+        facts.counter = Some(counter::check(before, after, acknowledged, s.connections)?);
     }
     let (stopped, result) = stack.stop();
-    rec.stopped(&stopped);
+    facts.stopped = Some(stopped);
     result
+}
+
+fn worst_exit(status: &[ExitStatus]) -> Option<i32> {
+    status.iter().filter_map(ExitStatus::code).max()
 }
 
 /// One loadgen of a row: where it runs, the process, its log here.
@@ -118,18 +120,15 @@ struct Loadgen<'p> {
     log: PathBuf,
 }
 
-/// How long before the loadgens' common start the runner picks it when a
-/// row has several load hosts: time for every ssh start to land.
-const START_DELAY: Duration = Duration::from_secs(2);
-
 /// One loadgen per load host. A row with one writes `ROW[.repN].jsonl`;
-/// several start at one instant (`--start-at`), each with its share of the
-/// connections and rate, and write `ROW[.repN].shard-HOST.jsonl`, which the
-/// analysis merges by wall-clock interval.
+/// several start at one instant (`--start-at`, far enough ahead for every
+/// host to start one), each with its share of the connections and rate,
+/// and write `ROW[.repN].shard-HOST.jsonl`, which the analysis merges by
+/// wall-clock interval.
 fn start_loadgens<'p>(
     job: &Job,
     place: &'p Placement,
-    target: std::net::SocketAddr,
+    target: SocketAddr,
 ) -> anyhow::Result<Vec<Loadgen<'p>>> {
     let s = job.scenario;
     let n = place.clients.len();
@@ -137,9 +136,9 @@ fn start_loadgens<'p>(
     let bins = place
         .clients
         .iter()
-        .map(|h| h.place_binary(job.loadgen_bin))
+        .map(|h| h.place_binary(job.run.loadgen))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let start_at = (n > 1).then(|| SystemTime::now() + START_DELAY);
+    let start_at = (n > 1).then(|| SystemTime::now() + place.start_lead());
     let mut out = Vec::new();
     for (i, (host, bin)) in place.clients.iter().zip(&bins).enumerate() {
         let share = load::share_of(s, i, n);
@@ -149,16 +148,16 @@ fn start_loadgens<'p>(
             start_at,
         };
         let mut argv = load::argv(bin, &share, target, timing);
-        let log = match host {
-            Host::Remote(session) if n > 1 => {
-                let name = &session.host.name;
-                if let Some(p) = argv.iter().position(|a| a == "--shard") {
-                    argv[p + 1] = name.clone();
-                }
-                job.table_dir
-                    .join(format!("{}.shard-{name}.jsonl", job.stem))
+        let log = if n > 1 {
+            let name = host.name();
+            if let Some(p) = argv.iter().position(|a| a == "--shard") {
+                argv[p + 1] = name.to_string();
             }
-            _ => job.table_dir.join(format!("{}.jsonl", job.stem)),
+            job.run
+                .table_dir
+                .join(format!("{}.shard-{name}.jsonl", job.stem))
+        } else {
+            job.run.table_dir.join(format!("{}.jsonl", job.stem))
         };
         let proc_ = load::spawn(host, argv, &log)?;
         out.push(Loadgen { host, proc_, log });
@@ -166,36 +165,28 @@ fn start_loadgens<'p>(
     Ok(out)
 }
 
-/// Waits for every loadgen, sampling usage (every 200 ms here, every second
-/// on remote hosts, where each read is an ssh round trip) and showing
-/// progress; Ctrl-C stops the loadgens early (SIGINT: they still write
-/// their summaries) and becomes [`Interrupted`]. Their exit statuses, in
-/// the loadgens' order.
+/// Waits for every loadgen, sampling usage (at the placement's sampling
+/// period) and showing progress; Ctrl-C stops the loadgens early (SIGINT:
+/// they still write their summaries) and becomes [`Interrupted`]. Their
+/// exit statuses, in the loadgens' order.
 fn measure(
     job: &Job,
-    rec: &mut RowRecord,
+    place: &Placement,
+    facts: &mut RowFacts,
     stack: &mut Stack,
     loadgens: &mut [Loadgen],
 ) -> anyhow::Result<Vec<ExitStatus>> {
     let s = job.scenario;
     let total = s.warmup + s.duration;
-    let remote = loadgens.iter().any(|l| l.host.is_remote());
-    let every = Duration::from_millis(if remote { 1000 } else { 200 });
+    let every = place.sampling_period();
     let lead = if loadgens.len() > 1 {
-        START_DELAY
+        place.start_lead()
     } else {
         Duration::ZERO
     };
     // A loadgen stops by itself after its run; one that does not is lost.
     let deadline = lead + total + Duration::from_secs(30);
-    let bar = indicatif::ProgressBar::new(total.as_secs().max(1));
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "  {prefix} [{elapsed_precise}] {wide_bar} {pos}/{len}s",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    bar.set_prefix(format!("{} #{}", s.name, job.repetition));
+    let bar = progress_bar(s, job.repetition, total);
     let started = Instant::now();
     let mut sampled: Option<Instant> = None;
     let mut interrupted = false;
@@ -216,9 +207,9 @@ fn measure(
         }
         if sampled.is_none_or(|t| t.elapsed() >= every) {
             sampled = Some(Instant::now());
-            sample(rec, stack, loadgens);
+            sample(facts, stack, loadgens);
         }
-        if job.stop.load(Ordering::Relaxed) && !interrupted {
+        if job.run.stopping() && !interrupted {
             interrupted = true;
             for l in loadgens.iter() {
                 let _ = l.proc_.interrupt();
@@ -242,26 +233,38 @@ fn measure(
     };
     bar.finish_and_clear();
     // The server's (and nginx's) figures after the load.
-    sample(rec, stack, &[]);
+    sample(facts, stack, &[]);
     if interrupted {
-        rec.loadgen_exit = status.iter().filter_map(ExitStatus::code).max();
+        facts.loaded = Some((worst_exit(&status), None));
         return Err(Interrupted.into());
     }
     Ok(status)
 }
 
+fn progress_bar(s: &Scenario, repetition: u32, total: Duration) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(total.as_secs().max(1));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "  {prefix} [{elapsed_precise}] {wide_bar} {pos}/{len}s",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_prefix(format!("{} #{repetition}", s.name));
+    bar
+}
+
 /// Records the latest usage of the server, nginx and the loadgens (summed
 /// over the load hosts); a process that has just ended keeps its last
 /// figures.
-fn sample(rec: &mut RowRecord, stack: &Stack, loadgens: &[Loadgen]) {
+fn sample(facts: &mut RowFacts, stack: &Stack, loadgens: &[Loadgen]) {
     let (server, nginx) = stack.usage();
     if let Some(u) = server {
-        rec.server = u;
+        facts.server = u;
     }
-    rec.nginx = nginx.or(rec.nginx);
+    facts.nginx = nginx.or(facts.nginx);
     let all: Vec<Usage> = loadgens.iter().filter_map(|l| l.proc_.usage()).collect();
     if !loadgens.is_empty() && all.len() == loadgens.len() {
-        rec.loadgen = Usage {
+        facts.loadgen = Usage {
             cpu_seconds: all.iter().map(|u| u.cpu_seconds).sum(),
             peak_rss_bytes: all.iter().map(|u| u.peak_rss_bytes).sum(),
             processes: all.iter().map(|u| u.processes).sum(),

@@ -89,8 +89,33 @@ impl Host {
         }
     }
 
-    pub fn is_remote(&self) -> bool {
-        matches!(self, Host::Remote(_))
+    /// Its name in file names and messages: the remote host's name, the
+    /// namespace's, or `local`.
+    pub fn name(&self) -> &str {
+        match self {
+            Host::Local => "local",
+            Host::Netns(n) => n,
+            Host::Remote(s) => &s.host.name,
+        }
+    }
+
+    /// How often the sequential design reads usage on this host: every
+    /// 200 ms here, every second on a remote host (each read there is an
+    /// ssh round trip).
+    pub fn sampling_period(&self) -> Duration {
+        match self {
+            Host::Remote(_) => Duration::from_secs(1),
+            _ => Duration::from_millis(200),
+        }
+    }
+
+    /// How far ahead of a common start (`--start-at`) processes on this
+    /// host must be started: time for an ssh start to land there.
+    pub fn start_lead(&self) -> Duration {
+        match self {
+            Host::Remote(_) => Duration::from_secs(2),
+            _ => Duration::from_millis(500),
+        }
     }
 
     /// `host NAME: ` for a remote host's messages, else nothing (a local
@@ -102,9 +127,17 @@ impl Host {
         }
     }
 
-    /// `argv` as it must be spawned here to run in this host's network;
-    /// an error for a remote host (see [`Host::spawn`]).
-    pub fn wrap(&self, argv: Vec<String>) -> anyhow::Result<Vec<String>> {
+    /// `argv` as a terminal emulator on this machine must run it for it to
+    /// run on this host (in its namespace: `ip netns exec` replaces itself
+    /// with the command, so the emulator's child is the server). An error
+    /// for a remote host: its rows log to none (the scenario parser refuses
+    /// other sinks there).
+    pub fn terminal_argv(&self, argv: Vec<String>) -> anyhow::Result<Vec<String>> {
+        self.wrap(argv)
+    }
+
+    /// `argv` as it must be spawned here to run in this host's network.
+    fn wrap(&self, argv: Vec<String>) -> anyhow::Result<Vec<String>> {
         match self {
             Host::Local => Ok(argv),
             Host::Netns(name) => {
@@ -120,8 +153,9 @@ impl Host {
     }
 
     /// Runs `f` in the runner with this host's view of the network (to find
-    /// a free port, make a request); an error for a remote host.
-    pub fn within<T: Send + 'static>(
+    /// a free port, make a request). Only for this machine and its
+    /// namespaces: every method that uses it asks a remote host over ssh.
+    fn within<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> anyhow::Result<T> {

@@ -2,13 +2,47 @@
 //! its topology.
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::config::scenario::{Scenario, Topology};
-use crate::place::connect::Connected;
+use crate::place::connect::{Checked, Connected};
 use crate::place::host::Host;
 use crate::place::netns::{self, Netns};
+
+/// The hosts a run places its rows on: this machine and namespaces of the
+/// runner's own always, and the remote hosts of the file once connected.
+pub struct Hosts {
+    remote: Option<Connected>,
+}
+
+impl Hosts {
+    /// This machine and its namespaces only.
+    pub fn here() -> Hosts {
+        Hosts { remote: None }
+    }
+
+    /// With the remote hosts of `connected` too.
+    pub fn with_remote(connected: Connected) -> Hosts {
+        Hosts {
+            remote: Some(connected),
+        }
+    }
+
+    /// What the connection checks found on each remote host (meta.json).
+    pub fn checked(&self) -> Vec<Checked> {
+        self.remote.as_ref().map_or_else(Vec::new, |r| {
+            r.hosts.iter().map(|(_, _, c)| c.clone()).collect()
+        })
+    }
+
+    /// The hosts row `s` asks for; `index` keeps the namespaces of stacks
+    /// that run at the same time apart.
+    pub fn place(&self, s: &Scenario, index: usize) -> anyhow::Result<Placement> {
+        Placement::new(s, index, self.remote.as_ref())
+    }
+}
 
 /// The hosts of one row: where the server runs, where nginx runs (the
 /// server's host unless the row names a proxy host), where the loadgens
@@ -24,6 +58,8 @@ pub struct Placement {
     pub proxy_ip: IpAddr,
     /// Set when a link delay was asked for and could not be applied.
     pub netem: Option<String>,
+    /// As meta.json names it: `loopback`, `netns` or `hosts`.
+    pub topology: String,
     /// Removes the namespaces on drop.
     _netns: Option<Netns>,
 }
@@ -32,11 +68,7 @@ impl Placement {
     /// The hosts row `s` asks for: its remote hosts (over `remote`'s
     /// sessions), or loopback, or namespaces it creates; `index` keeps the
     /// namespaces of stacks that run at the same time apart.
-    pub fn new(
-        s: &Scenario,
-        index: usize,
-        remote: Option<&Connected>,
-    ) -> anyhow::Result<Placement> {
+    fn new(s: &Scenario, index: usize, remote: Option<&Connected>) -> anyhow::Result<Placement> {
         if let Some(row) = &s.hosts {
             let remote = remote.context("a row on remote hosts, but no hosts are connected")?;
             let host = |name: &str| -> anyhow::Result<(Host, IpAddr)> {
@@ -65,6 +97,7 @@ impl Placement {
                 listen_ip,
                 proxy_ip,
                 netem: None,
+                topology: "hosts".into(),
                 _netns: None,
             });
         }
@@ -76,6 +109,7 @@ impl Placement {
                 listen_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
                 proxy_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
                 netem: None,
+                topology: "loopback".into(),
                 _netns: None,
             }),
             Topology::Netns => {
@@ -91,6 +125,7 @@ impl Placement {
                         .netem
                         .as_ref()
                         .map(|why| format!("link delay asked for but not applied: {why}")),
+                    topology: "netns".into(),
                     _netns: Some(ns),
                 })
             }
@@ -102,12 +137,22 @@ impl Placement {
         &self.clients[0]
     }
 
-    /// The topology as meta.json names it.
-    pub fn topology(&self, s: &Scenario) -> String {
-        if self.server.is_remote() {
-            "hosts".into()
-        } else {
-            format!("{:?}", s.topology).to_lowercase()
-        }
+    /// Every host of the row.
+    fn hosts(&self) -> impl Iterator<Item = &Host> {
+        [&self.server, &self.proxy].into_iter().chain(&self.clients)
+    }
+
+    /// How far ahead of a common start processes must be started: the
+    /// longest lead of the row's hosts.
+    pub fn start_lead(&self) -> Duration {
+        self.hosts().map(Host::start_lead).max().unwrap_or_default()
+    }
+
+    /// How often to read usage on the row's hosts: the slowest host's period.
+    pub fn sampling_period(&self) -> Duration {
+        self.hosts()
+            .map(Host::sampling_period)
+            .max()
+            .unwrap_or_default()
     }
 }

@@ -131,6 +131,23 @@ impl RemoteProc {
             .with_context(|| format!("host {}: reading /proc/{}", self.ssh.host.name, self.pid))
     }
 
+    /// Resident and proportional set size in KiB from the host's /proc
+    /// (`VmRSS`, and `Pss` where `smaps_rollup` exists).
+    pub fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
+        let text = self.ssh.run(&format!(
+            "grep VmRSS /proc/{pid}/status; grep '^Pss:' /proc/{pid}/smaps_rollup 2>/dev/null || true",
+            pid = self.pid
+        ))?;
+        let kib = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        };
+        let rss = kib("VmRSS:")
+            .with_context(|| format!("host {}: no VmRSS for {}", self.ssh.host.name, self.pid))?;
+        Ok((rss, kib("Pss:")))
+    }
+
     /// [`RemoteProc::usage`] summed over the process and its children
     /// (nginx's master and workers), with how many there were.
     pub fn usage_with_children(&self) -> anyhow::Result<(Usage, usize)> {

@@ -3,11 +3,15 @@
 //! process on a remote host. Waiting, stopping, signalling, stderr and
 //! usage work alike for both; dropping one stops it wherever it runs.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Context;
 
 use crate::place::procs::{self, Proc, StderrLines, Usage};
-use crate::place::remote::RemoteProc;
+use crate::place::remote::{self, RemoteProc};
 
 /// A running process, here or there.
 pub enum Running {
@@ -21,23 +25,6 @@ impl Running {
         match self {
             Running::Here(p, _) => p.pid(),
             Running::There(r) => r.pid as i32,
-        }
-    }
-
-    /// Its pid when it runs on this machine (for designs that read /proc
-    /// here at every interval).
-    pub fn local_pid(&self) -> Option<i32> {
-        match self {
-            Running::Here(p, _) => Some(p.pid()),
-            Running::There(_) => None,
-        }
-    }
-
-    /// The remote process, when it runs on another host.
-    pub fn remote(&self) -> Option<&RemoteProc> {
-        match self {
-            Running::Here(..) => None,
-            Running::There(r) => Some(r),
         }
     }
 
@@ -88,6 +75,118 @@ impl Running {
                 peak_rss_bytes: u.peak_rss_kib * 1024,
                 processes: n,
             }),
+        }
+    }
+}
+
+/// When CPU readers read: boundary `k` at `start + k * interval` by the
+/// clock of the process's host, for k = 0..=last.
+#[derive(Debug, Clone, Copy)]
+pub struct Boundaries {
+    pub start: SystemTime,
+    pub interval: Duration,
+    pub last: u64,
+}
+
+/// Reads one process's CPU time (with its group or its children: nginx's
+/// workers) at every boundary, on its own host: here from /proc when the
+/// design reaches a boundary; on a remote host by a sampler that runs
+/// there by the host's clock, so that no reading is late by an ssh round
+/// trip. Either way [`CpuReader::finish`] gives nanoseconds by boundary.
+pub enum CpuReader {
+    Here {
+        pgid: i32,
+        read: HashMap<u64, u64>,
+    },
+    There {
+        sampler: Box<RemoteProc>,
+        out: PathBuf,
+    },
+}
+
+impl CpuReader {
+    /// A reader of process group `pgid` on this machine (a server in a
+    /// terminal emulator, which always runs here).
+    pub fn of_group_here(pgid: i32) -> CpuReader {
+        CpuReader::Here {
+            pgid,
+            read: HashMap::new(),
+        }
+    }
+
+    /// Boundary `k` is due: read it now if this reader reads here. A group
+    /// that has gone reads 0 (the design notices the dead server).
+    pub fn at(&mut self, k: u64) {
+        if let CpuReader::Here { pgid, read } = self {
+            read.insert(k, procs::group_cpu_ns(*pgid).unwrap_or(0));
+        }
+    }
+
+    /// Nanoseconds at every boundary 0..=`last`, waiting for a remote
+    /// sampler until `deadline`; an error naming the host when a boundary
+    /// has no reading.
+    pub fn finish(self, last: u64, deadline: Instant) -> anyhow::Result<Vec<u64>> {
+        let (read, host, tail) = match self {
+            CpuReader::Here { read, .. } => (read, String::from("this machine"), String::new()),
+            CpuReader::There { mut sampler, out } => {
+                sampler.wait(deadline.saturating_duration_since(Instant::now()));
+                let _ = sampler.stop(Duration::from_secs(2));
+                let text = std::fs::read_to_string(&out)
+                    .with_context(|| format!("reading {}", out.display()))?;
+                let host = format!("host {}", sampler.host());
+                (
+                    remote::read_cpu_samples(&text),
+                    host,
+                    sampler.lines().tail(),
+                )
+            }
+        };
+        (0..=last)
+            .map(|k| {
+                read.get(&k).copied().with_context(|| {
+                    format!("{host}: the CPU sampler has no reading at boundary {k}: {tail}")
+                })
+            })
+            .collect()
+    }
+}
+
+impl Running {
+    /// A CPU reader of this process at boundaries `b`, started on its host;
+    /// a remote sampler writes its readings into `scratch` here.
+    pub fn cpu_reader(&self, b: Boundaries, scratch: &Path) -> anyhow::Result<CpuReader> {
+        match self {
+            Running::Here(p, _) => Ok(CpuReader::of_group_here(p.pid())),
+            Running::There(r) => {
+                std::fs::create_dir_all(scratch)
+                    .with_context(|| format!("creating {}", scratch.display()))?;
+                let out = scratch.join(format!("cpu-{}-{}.txt", r.host(), r.pid));
+                let file = std::fs::File::create(&out)
+                    .with_context(|| format!("creating {}", out.display()))?;
+                let sampler = remote::cpu_sampler(
+                    r.session(),
+                    &[r.pid],
+                    b.start,
+                    b.interval,
+                    b.last,
+                    file.into(),
+                )?;
+                Ok(CpuReader::There {
+                    sampler: Box::new(sampler),
+                    out,
+                })
+            }
+        }
+    }
+
+    /// Resident set size and proportional set size (when the kernel gives
+    /// it) in KiB, from its host's /proc.
+    pub fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
+        match self {
+            Running::Here(p, _) => {
+                procs::resident_kib(p.pid()).context("reading the server's memory from /proc")
+            }
+            Running::There(r) => r.resident_kib(),
         }
     }
 }

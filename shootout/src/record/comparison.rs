@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::check::counter::CounterCheck;
+use crate::config::scenario::{PairedSettings, Scenario};
 
 /// One block, as meta.json keeps it.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -61,5 +62,70 @@ impl ComparisonRecord {
             m(self.cpu_ratio, self.cpu_ci95_pct),
             self.pairs
         )
+    }
+}
+
+/// What one side of a block reached, as far as it got.
+#[derive(Debug, Default)]
+pub struct SideFacts {
+    pub startup_line: Option<String>,
+    pub terminal: Option<String>,
+    pub counter: Option<CounterCheck>,
+    pub loadgen_exit: Option<i32>,
+    pub server_exit: Option<i32>,
+}
+
+impl BlockRecord {
+    /// The record of block `block` from what its row and base sides reached.
+    pub fn build(
+        block: u32,
+        order: &str,
+        row: SideFacts,
+        base: SideFacts,
+        seconds: f64,
+        error: Option<String>,
+    ) -> BlockRecord {
+        BlockRecord {
+            block,
+            order: order.into(),
+            row_startup_line: row.startup_line,
+            base_startup_line: base.startup_line,
+            row_terminal: row.terminal,
+            base_terminal: base.terminal,
+            row_counter: row.counter,
+            base_counter: base.counter,
+            row_loadgen_exit: row.loadgen_exit,
+            base_loadgen_exit: base.loadgen_exit,
+            row_server_exit: row.server_exit,
+            base_server_exit: base.server_exit,
+            seconds,
+            error,
+        }
+    }
+}
+
+impl ComparisonRecord {
+    /// A comparison of `row` against `base` with settings `p`, before any block.
+    pub fn new(base: &Scenario, row: &Scenario, p: &PairedSettings) -> ComparisonRecord {
+        ComparisonRecord {
+            row: row.name.clone(),
+            baseline: base.name.clone(),
+            row_variant: row.variant(),
+            base_variant: base.variant(),
+            server_cpus: row.server_cpus.clone(),
+            loadgen_cpus: row.loadgen_cpus.clone(),
+            settings: format!(
+                "{:?}, block {}, settle {}, budget {}, target ±{}%, min {} blocks, seed {}",
+                p.schedule,
+                humantime::format_duration(p.block),
+                humantime::format_duration(p.settle),
+                humantime::format_duration(p.budget),
+                p.target_ci_pct,
+                p.min_blocks,
+                p.seed
+            )
+            .to_lowercase(),
+            ..ComparisonRecord::default()
+        }
     }
 }

@@ -6,7 +6,6 @@ use std::process::Command;
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::config::scenario::ScenarioFile;
 use crate::record::row::RowRecord;
 
 #[derive(Debug, Clone, Serialize)]
@@ -91,7 +90,7 @@ pub fn cpu_model() -> Option<String> {
 }
 
 impl Meta {
-    pub fn collect(root: &Path, file: &ScenarioFile) -> Meta {
+    pub fn collect(root: &Path, scenario_file: &str) -> Meta {
         Meta {
             date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             git_sha: output(
@@ -109,7 +108,7 @@ impl Meta {
                 ],
             )
             .map(|s| !s.is_empty()),
-            scenario_file: file.path.display().to_string(),
+            scenario_file: scenario_file.to_string(),
             rustc: output("rustc", &["-V"]),
             crate_versions: crate_versions(root),
             nginx: crate::prepare::setup::nginx_version(),

@@ -41,46 +41,79 @@ pub struct RowRecord {
     pub error: Option<String>,
 }
 
+/// What the stages of one repetition found, each stage's result kept
+/// whole as far as the stages got; [`RowRecord::build`] makes the record
+/// from it once.
+#[derive(Debug, Default)]
+pub struct RowFacts {
+    /// Placement: the topology as meta.json names it, and a link delay
+    /// asked for but not applied.
+    pub placed: Option<(String, Option<String>)>,
+    /// The started stack: start-up line, terminal emulator, `log-file` path.
+    pub started: Option<(String, Option<String>, Option<String>)>,
+    pub verified: Option<Verified>,
+    /// Latest usage of the server, nginx and the loadgens (summed).
+    pub server: Usage,
+    pub nginx: Option<Usage>,
+    pub loadgen: Usage,
+    /// The loadgens' worst exit code and their summed 2xx/s.
+    pub loaded: Option<(Option<i32>, Option<f64>)>,
+    pub counter: Option<CounterCheck>,
+    pub stopped: Option<Stopped>,
+}
+
 impl RowRecord {
-    /// A record with the scenario's settings filled in.
-    pub fn new(s: &Scenario, repetition: u32) -> RowRecord {
-        RowRecord {
+    /// The record of row `s`'s repetition from what its stages found and
+    /// how they ended: an error's text, or `interrupted` (then also
+    /// returned, for the run to stop).
+    pub fn build(
+        s: &Scenario,
+        repetition: u32,
+        facts: RowFacts,
+        outcome: anyhow::Result<()>,
+    ) -> (RowRecord, Option<crate::Interrupted>) {
+        let (topology, netem) = facts
+            .placed
+            .unwrap_or_else(|| (format!("{:?}", s.topology).to_lowercase(), None));
+        let (startup_line, terminal, log_file) = match facts.started {
+            Some((line, terminal, file)) => (Some(line), terminal, file),
+            None => (None, None, None),
+        };
+        let (loadgen_exit, rps) = facts.loaded.unwrap_or_default();
+        let stopped = facts.stopped.unwrap_or_default();
+        let (error, interrupted) = match outcome {
+            Ok(()) => (None, None),
+            Err(e) if e.is::<crate::Interrupted>() => {
+                (Some("interrupted".into()), Some(crate::Interrupted))
+            }
+            Err(e) => (Some(format!("{e:#}")), None),
+        };
+        let rec = RowRecord {
             scenario: s.name.clone(),
             repetition,
             variant: s.variant(),
-            topology: format!("{:?}", s.topology).to_lowercase(),
+            topology,
             proxy: s.proxy.clone(),
             log: format!("{:?}", s.log).to_lowercase(),
             server_cpus: s.server_cpus.clone(),
             loadgen_cpus: s.loadgen_cpus.clone(),
-            ..RowRecord::default()
-        }
-    }
-
-    /// The record with `outcome` filled in: an error's text, or
-    /// `interrupted` (then also returned, for the run to stop).
-    pub fn finish(
-        mut self,
-        outcome: anyhow::Result<()>,
-    ) -> (RowRecord, Option<crate::Interrupted>) {
-        match outcome {
-            Ok(()) => (self, None),
-            Err(e) if e.is::<crate::Interrupted>() => {
-                self.error = Some("interrupted".into());
-                (self, Some(crate::Interrupted))
-            }
-            Err(e) => {
-                self.error = Some(format!("{e:#}"));
-                (self, None)
-            }
-        }
-    }
-
-    /// Takes what the stack's stop reported.
-    pub fn stopped(&mut self, st: &Stopped) {
-        self.server_exit = st.server_exit;
-        self.nginx_exit = st.nginx_exit;
-        self.server_stdout_bytes = st.server_stdout_bytes;
-        self.log_file_bytes = st.log_file_bytes;
+            startup_line,
+            terminal,
+            verified: facts.verified,
+            log_file,
+            log_file_bytes: stopped.log_file_bytes,
+            server_stdout_bytes: stopped.server_stdout_bytes,
+            server: facts.server,
+            nginx: facts.nginx,
+            loadgen: facts.loadgen,
+            server_exit: stopped.server_exit,
+            nginx_exit: stopped.nginx_exit,
+            loadgen_exit,
+            rps,
+            counter: facts.counter,
+            netem,
+            error,
+        };
+        (rec, interrupted)
     }
 }

@@ -21,8 +21,7 @@ use crate::config::scenario::{LogSink, Request, Scenario};
 use crate::place::host::{Host, HostDir, Launch};
 use crate::place::placement::Placement;
 use crate::place::procs::Usage;
-use crate::place::remote::RemoteProc;
-use crate::place::running::Running;
+use crate::place::running::{Boundaries, CpuReader, Running};
 use crate::stack::emulator::Emulator;
 use crate::stack::server::{follow_file, server_argv, wait_startup, ServerProc};
 use crate::stack::sink::Sink;
@@ -93,10 +92,10 @@ impl Stack {
         // Logs are sinks under test, not results: they live in the private
         // dirs (removed afterwards); their sizes are recorded.
         let log_file = s
-            .features
-            .iter()
-            .any(|f| f == "log-file")
-            .then(|| Path::new(&files.path).join("access.log"));
+            .build_variant()
+            .file_args(Path::new(&files.path))
+            .into_iter()
+            .find_map(|(flag, path)| (flag == "--log-file").then_some(path));
         let mut sink = Sink::new(s.log, &spec.tmp.join("server-stdout.txt"))?;
         let stderr_done = Arc::new(AtomicBool::new(false));
         let emulator = match s.log {
@@ -108,7 +107,7 @@ impl Stack {
             // The emulator and its display run here; the server inside it runs on
             // the server's host (`ip netns exec` replaces itself with it).
             let tag = spec.tmp.display().to_string();
-            let argv = place.server.wrap(argv)?;
+            let argv = place.server.terminal_argv(argv)?;
             let x = Emulator::start(kind, &spec.tmp, &argv, &[("RUST_LOG", &s.log_level)], &tag)?;
             let lines = follow_file(x.stderr.clone(), Arc::clone(&stderr_done));
             let terminal = Some(x.describe());
@@ -125,10 +124,7 @@ impl Stack {
         };
         let startup_line = wait_startup(&mut server)
             .map_err(|e| anyhow::anyhow!("{}{e:#}", place.server.prefix()))?;
-        let server_addr: SocketAddr = startup_line
-            .split_whitespace()
-            .find_map(|kv| kv.strip_prefix("addr="))
-            .and_then(|a| a.parse().ok())
+        let server_addr: SocketAddr = app_core::startup_addr(&startup_line)
             .with_context(|| format!("no addr= in the start-up line {startup_line:?}"))?;
 
         let mut stack = Stack {
@@ -195,36 +191,26 @@ impl Stack {
         self.ceiling
     }
 
-    /// The server's pid on its host (the memory design, which reads it
-    /// many times a second, runs on this machine only).
-    pub fn server_pid(&self) -> i32 {
-        self.server.pid()
-    }
-
     /// The server's stderr lines so far (the first 200).
     pub fn stderr_lines(&self) -> Vec<String> {
         self.server.stderr().lines()
     }
 
-    /// The pids of the server and nginx that run on this machine: process
-    /// group leaders (each started in a group or session of its own).
-    pub fn local_pids(&self) -> Vec<i32> {
-        let server = match &self.server {
-            ServerProc::Started(p) => p.local_pid(),
-            ServerProc::InTerminal(x, _) => Some(x.server_pid),
-        };
-        let nginx = self.nginx.as_ref().and_then(Running::local_pid);
-        server.into_iter().chain(nginx).collect()
+    /// CPU readers of the server and nginx (master and workers) at
+    /// boundaries `b`, each on its own host; remote samplers write into
+    /// `scratch` here.
+    pub fn cpu_readers(&self, b: Boundaries, scratch: &Path) -> anyhow::Result<Vec<CpuReader>> {
+        let mut readers = vec![self.server.cpu_reader(b, scratch)?];
+        if let Some(n) = &self.nginx {
+            readers.push(n.cpu_reader(b, scratch)?);
+        }
+        Ok(readers)
     }
 
-    /// The server and nginx when they run on other hosts.
-    pub fn remote_procs(&self) -> Vec<&RemoteProc> {
-        let server = match &self.server {
-            ServerProc::Started(p) => p.remote(),
-            ServerProc::InTerminal(..) => None,
-        };
-        let nginx = self.nginx.as_ref().and_then(Running::remote);
-        server.into_iter().chain(nginx).collect()
+    /// The server's resident and proportional set size in KiB, from its
+    /// host's /proc.
+    pub fn server_resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
+        self.server.resident_kib()
     }
 
     /// CPU time and peak RSS of the server and of nginx (master and

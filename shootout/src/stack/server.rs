@@ -10,12 +10,12 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 
 use crate::config::scenario::Scenario;
 use crate::measure::load::taskset;
 use crate::place::procs::{self, StderrLines, Usage};
-use crate::place::running::Running;
+use crate::place::running::{Boundaries, CpuReader, Running};
 use crate::stack::emulator::Emulator;
 
 /// The server's command line for scenario `s`: pinning, `bin`, the bind
@@ -40,13 +40,8 @@ pub fn server_argv(s: &Scenario, bin: String, bind: SocketAddr, files: &Path) ->
     if let Some(ns) = s.spin_ns {
         argv.extend(["--spin-ns".into(), ns.to_string()]);
     }
-    for (feature, flag, file) in [
-        ("mmap-backend", "--counter-file", "count"),
-        ("log-file", "--log-file", "access.log"),
-    ] {
-        if s.features.iter().any(|f| f == feature) {
-            argv.extend([flag.into(), files.join(file).display().to_string()]);
-        }
+    for (flag, path) in s.build_variant().file_args(files) {
+        argv.extend([flag.into(), path.display().to_string()]);
     }
     argv
 }
@@ -59,13 +54,6 @@ pub(crate) enum ServerProc {
 }
 
 impl ServerProc {
-    pub(crate) fn pid(&self) -> i32 {
-        match self {
-            ServerProc::Started(p) => p.pid(),
-            ServerProc::InTerminal(x, _) => x.server_pid,
-        }
-    }
-
     pub(crate) fn try_wait(&mut self) -> Option<ExitStatus> {
         match self {
             ServerProc::Started(p) => p.try_wait(),
@@ -77,6 +65,22 @@ impl ServerProc {
         match self {
             ServerProc::Started(p) => p.stop(grace),
             ServerProc::InTerminal(x, _) => Ok(x.stop(grace)),
+        }
+    }
+
+    pub(crate) fn cpu_reader(&self, b: Boundaries, scratch: &Path) -> anyhow::Result<CpuReader> {
+        match self {
+            ServerProc::Started(p) => p.cpu_reader(b, scratch),
+            ServerProc::InTerminal(x, _) => Ok(CpuReader::of_group_here(x.server_pid)),
+        }
+    }
+
+    pub(crate) fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
+        match self {
+            ServerProc::Started(p) => p.resident_kib(),
+            ServerProc::InTerminal(x, _) => {
+                procs::resident_kib(x.server_pid).context("reading the server's memory from /proc")
+            }
         }
     }
 
@@ -130,7 +134,7 @@ pub(crate) fn wait_startup(server: &mut ServerProc) -> anyhow::Result<String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         match server.stderr().next(Duration::from_millis(50)) {
-            Ok(line) if line.contains(" listening addr=") => return Ok(line),
+            Ok(line) if app_core::is_startup_line(&line) => return Ok(line),
             Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
             // The pipe closed: the server is exiting.
             Err(mpsc::RecvTimeoutError::Disconnected) => {

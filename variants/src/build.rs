@@ -1,0 +1,283 @@
+//! Builds each distinct variant once and keeps its binary in a directory of
+//! its own: `target/shootout/<profile dir>/<variant>/<binary>`.
+//!
+//! All variants share one target directory, so dependencies build once;
+//! cargo keeps each feature set's artifacts apart and reuses them next time,
+//! so a repeated build only re-checks freshness.
+
+use std::fmt;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::str::FromStr;
+
+use crate::Variant;
+
+/// The workspace root: the nearest ancestor of the current directory with a
+/// `Cargo.lock` and `app-core/`, or else the parent of this crate's source.
+pub fn workspace_root() -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    cwd.ancestors()
+        .find(|d| d.join("Cargo.lock").is_file() && d.join("app-core").is_dir())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+}
+
+/// `$CARGO_TARGET_DIR`, or `root/target`.
+pub fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from)
+}
+
+/// Cargo profile of the builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Profile {
+    Release,
+    Dev,
+}
+
+impl Profile {
+    /// The value of `cargo build --profile`.
+    pub fn cargo_arg(self) -> &'static str {
+        match self {
+            Profile::Release => "release",
+            Profile::Dev => "dev",
+        }
+    }
+
+    /// The directory under the target directory cargo builds it into.
+    pub fn dir(self) -> &'static str {
+        match self {
+            Profile::Release => "release",
+            Profile::Dev => "debug",
+        }
+    }
+}
+
+/// A profile name other than `release` or `dev`.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown profile {0:?} (release or dev)")]
+pub struct UnknownProfile(String);
+
+impl FromStr for Profile {
+    type Err = UnknownProfile;
+
+    fn from_str(s: &str) -> Result<Profile, UnknownProfile> {
+        match s {
+            "release" => Ok(Profile::Release),
+            "dev" => Ok(Profile::Dev),
+            _ => Err(UnknownProfile(s.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.cargo_arg())
+    }
+}
+
+/// Why a build gave no binary. Each message is one line and self-contained.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// cargo could not be started.
+    #[error("running {cargo}: {error}")]
+    Spawn {
+        cargo: String,
+        error: std::io::Error,
+    },
+    /// cargo ran and failed.
+    #[error("`{command}` failed ({status})")]
+    Cargo { command: String, status: ExitStatus },
+    /// A file step around the build failed: `action` is creating, locking,
+    /// copying or placing.
+    #[error("{action} {}: {error}", path.display())]
+    File {
+        action: &'static str,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+}
+
+impl BuildError {
+    fn file(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
+        let path = path.to_path_buf();
+        move |error| BuildError::File {
+            action,
+            path,
+            error,
+        }
+    }
+}
+
+/// Builds variants (and loadgen) of the workspace at `root` into `target`.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    pub root: PathBuf,
+    pub target: PathBuf,
+    pub profile: Profile,
+}
+
+impl Builder {
+    /// The workspace of [`workspace_root`], its [`target_dir`].
+    pub fn new(profile: Profile) -> Builder {
+        let root = workspace_root();
+        let target = target_dir(&root);
+        Builder::with_target(root, target, profile)
+    }
+
+    /// The workspace at `root`, built into `target` (given to cargo as
+    /// `CARGO_TARGET_DIR`).
+    pub fn with_target(root: PathBuf, target: PathBuf, profile: Profile) -> Builder {
+        Builder {
+            root,
+            target,
+            profile,
+        }
+    }
+
+    /// Builds (or reuses) `variant`; returns its own copy of the binary,
+    /// `target/shootout/<profile dir>/<variant name>/<binary>`.
+    pub fn server(&self, variant: &Variant) -> Result<PathBuf, BuildError> {
+        let server = variant.server;
+        let mut args = vec![
+            "build",
+            "--profile",
+            self.profile.cargo_arg(),
+            "--quiet",
+            "-p",
+            server.package(),
+        ];
+        let features = variant.features.join(",");
+        if !features.is_empty() {
+            args.extend(["--features", &features]);
+        }
+        if variant.replaces_default_features() {
+            args.push("--no-default-features");
+        }
+        let target = variant.libc.target();
+        if let Some(target) = target {
+            args.extend(["--target", target]);
+        }
+        // From the build to the copy, no other builder may build: another
+        // variant of the same package would replace cargo's output in between.
+        let _lock = self.lock()?;
+        self.cargo(&args)?;
+        let out = match target {
+            Some(target) => self.target.join(target).join(self.profile.dir()),
+            None => self.target.join(self.profile.dir()),
+        };
+        let built = out.join(server.binary());
+        let dir = self
+            .target
+            .join("shootout")
+            .join(self.profile.dir())
+            .join(variant.name());
+        std::fs::create_dir_all(&dir).map_err(BuildError::file("creating", &dir))?;
+        let copy = dir.join(server.binary());
+        // Copy to a temporary name and rename, so that a running copy is
+        // never overwritten in place.
+        let tmp = dir.join(format!(".tmp-{}", std::process::id()));
+        std::fs::copy(&built, &tmp).map_err(BuildError::file("copying", &built))?;
+        std::fs::rename(&tmp, &copy).map_err(BuildError::file("placing", &copy))?;
+        Ok(copy)
+    }
+
+    /// Builds loadgen and returns its binary.
+    pub fn loadgen(&self) -> Result<PathBuf, BuildError> {
+        self.cargo(&[
+            "build",
+            "--profile",
+            self.profile.cargo_arg(),
+            "--quiet",
+            "-p",
+            "loadgen",
+        ])?;
+        Ok(self.target.join(self.profile.dir()).join("loadgen"))
+    }
+
+    fn cargo(&self, args: &[&str]) -> Result<(), BuildError> {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(&cargo)
+            .args(args)
+            .current_dir(&self.root)
+            .env("CARGO_TARGET_DIR", &self.target)
+            .stdin(Stdio::null())
+            .status()
+            .map_err(|error| BuildError::Spawn {
+                cargo: cargo.clone(),
+                error,
+            })?;
+        if !status.success() {
+            return Err(BuildError::Cargo {
+                command: format!("cargo {}", args.join(" ")),
+                status,
+            });
+        }
+        Ok(())
+    }
+
+    /// An exclusive lock on `target/shootout/.build-lock`, released when the
+    /// file drops: builders in other processes and threads take turns.
+    fn lock(&self) -> Result<File, BuildError> {
+        let dir = self.target.join("shootout");
+        std::fs::create_dir_all(&dir).map_err(BuildError::file("creating", &dir))?;
+        let path = dir.join(".build-lock");
+        let file = File::create(&path).map_err(BuildError::file("creating", &path))?;
+        file.lock().map_err(BuildError::file("locking", &path))?;
+        Ok(file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_parses_its_cargo_name_and_prints_it() {
+        for p in [Profile::Release, Profile::Dev] {
+            assert_eq!(p.cargo_arg().parse::<Profile>().unwrap(), p);
+            assert_eq!(p.to_string(), p.cargo_arg());
+        }
+        assert_eq!(Profile::Dev.dir(), "debug");
+        assert_eq!(Profile::Release.dir(), "release");
+        let err = "debug".parse::<Profile>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown profile \"debug\" (release or dev)"
+        );
+    }
+
+    #[test]
+    fn build_errors_are_one_line_naming_the_command_or_path() {
+        use std::os::unix::process::ExitStatusExt;
+        let failed = BuildError::Cargo {
+            command: "cargo build -p shootout-ntex".into(),
+            status: ExitStatus::from_raw(101 << 8),
+        };
+        let file = BuildError::File {
+            action: "copying",
+            path: "/t/debug/ntex-server".into(),
+            error: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        for (e, part) in [
+            (
+                failed,
+                "`cargo build -p shootout-ntex` failed (exit status: 101)",
+            ),
+            (file, "copying /t/debug/ntex-server: "),
+        ] {
+            let msg = e.to_string();
+            assert!(msg.starts_with(part) && !msg.contains('\n'), "{msg}");
+        }
+    }
+
+    #[test]
+    fn builder_with_target_keeps_what_it_is_given() {
+        let b = Builder::with_target("/w".into(), "/t".into(), Profile::Dev);
+        assert_eq!(
+            (b.root.as_path(), b.target.as_path()),
+            (Path::new("/w"), Path::new("/t"))
+        );
+        assert_eq!(b.profile, Profile::Dev);
+    }
+}

@@ -1,0 +1,10 @@
+//! The server variants and their one builder, shared by the runner
+//! (`shootout`) and the black-box tests (`conformance`).
+
+mod build;
+mod server;
+mod variant;
+
+pub use build::{target_dir, workspace_root, BuildError, Builder, Profile, UnknownProfile};
+pub use server::Server;
+pub use variant::{Libc, Variant, FILE_FLAGS};
