@@ -239,7 +239,7 @@ fn build_all(
 /// meta.json) as it ends. Stops before the next unit once the run is
 /// stopped, or when `one` reports that it was interrupted; returns whether
 /// it was.
-pub(crate) fn each<T>(
+pub fn each<T>(
     run: &Prepared,
     units: impl IntoIterator<Item = T>,
     mut one: impl FnMut(T) -> anyhow::Result<Option<Interrupted>>,
@@ -255,9 +255,7 @@ pub(crate) fn each<T>(
 /// The order of a design's repetitions: in rounds (A B C, A B C, ...), not
 /// row after row, so that drift on a shared machine spreads over every row
 /// alike. Yields (row index, row, repetition, file stem).
-pub(crate) fn rounds(
-    scenarios: &[Scenario],
-) -> impl Iterator<Item = (usize, &Scenario, u32, String)> {
+pub fn rounds(scenarios: &[Scenario]) -> impl Iterator<Item = (usize, &Scenario, u32, String)> {
     let rounds = scenarios.iter().map(|s| s.repetitions).max().unwrap_or(1);
     (1..=rounds).flat_map(move |rep| {
         scenarios

@@ -1,0 +1,177 @@
+//! Guards the runner's layout (see the stage map in the crate README):
+//! host kinds are decided in `src/place/` only, no function grows past 120
+//! lines, and the modules under `src/` import each other without circles.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn sources() -> Vec<(PathBuf, String)> {
+    fn walk(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((path, text));
+            }
+        }
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut out = Vec::new();
+    walk(&src, &mut out);
+    out.sort();
+    assert!(out.len() > 20, "found only {} files", out.len());
+    out
+}
+
+/// The file's path below `src/`, e.g. `place/host.rs`.
+fn rel(path: &Path) -> String {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    path.strip_prefix(&src).unwrap().display().to_string()
+}
+
+#[test]
+fn host_kinds_are_decided_in_the_place_folder_only() {
+    let kinds = [
+        "Host::Local",
+        "Host::Netns",
+        "Host::Remote",
+        "Running::Here",
+        "Running::There",
+        "CpuReader::Here",
+        "CpuReader::There",
+        "is_remote(",
+    ];
+    let mut found = Vec::new();
+    for (path, text) in sources() {
+        if rel(&path).starts_with("place/") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            if let Some(k) = kinds.iter().find(|k| line.contains(*k)) {
+                found.push(format!("{}:{}: {k}", rel(&path), n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "host kinds asked outside place/:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn no_function_is_longer_than_120_lines() {
+    let mut long = Vec::new();
+    for (path, text) in sources() {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let trimmed = line.trim_start();
+            let is_fn = ["fn ", "pub fn ", "pub(crate) fn ", "pub(super) fn "]
+                .iter()
+                .any(|p| trimmed.starts_with(p));
+            if !is_fn || line.trim_end().ends_with(';') {
+                continue;
+            }
+            let indent = &line[..line.len() - trimmed.len()];
+            let close = format!("{indent}}}");
+            let Some(end) = lines[i..].iter().position(|l| *l == close) else {
+                continue;
+            };
+            if end + 1 > 120 {
+                long.push(format!("{}:{}: {} lines", rel(&path), i + 1, end + 1));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over 120 lines:\n{}",
+        long.join("\n")
+    );
+}
+
+/// `crate::a::b` paths a file names, as modules (`a/b.rs` or `a/b/mod.rs`).
+fn imports(text: &str, files: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    // Code only: a doc link is not an import.
+    let code: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let text = code.as_str();
+    for (at, _) in text.match_indices("crate::") {
+        let path: String = text[at + 7..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        let parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
+        // The longest prefix that is a file.
+        for n in (1..=parts.len()).rev() {
+            let base = parts[..n].join("/");
+            for candidate in [format!("{base}.rs"), format!("{base}/mod.rs")] {
+                if files.contains(&candidate) {
+                    out.insert(candidate);
+                }
+            }
+            if out.iter().any(|f| f.starts_with(&base)) {
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn modules_import_each_other_without_circles() {
+    let sources = sources();
+    let files: BTreeSet<String> = sources.iter().map(|(p, _)| rel(p)).collect();
+    let graph: BTreeMap<String, BTreeSet<String>> = sources
+        .iter()
+        .map(|(p, text)| {
+            let me = rel(p);
+            let mut to = imports(text, &files);
+            to.remove(&me);
+            // A folder's mod.rs declares its children; that is not a use.
+            (me, to.into_iter().filter(|t| t != "lib.rs").collect())
+        })
+        .collect();
+    // Depth-first search for a back edge.
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(node.to_string(), 1);
+        stack.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            match state.get(next.as_str()).copied().unwrap_or(0) {
+                1 => {
+                    let from = stack.iter().position(|s| s == next).unwrap();
+                    let mut circle = stack[from..].to_vec();
+                    circle.push(next.clone());
+                    return Some(circle);
+                }
+                0 => {
+                    if let Some(c) = visit(next, graph, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(node.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for node in graph.keys() {
+        if state.get(node.as_str()).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(node, &graph, &mut state, &mut Vec::new()) {
+                panic!("an import circle: {}", c.join(" -> "));
+            }
+        }
+    }
+}
