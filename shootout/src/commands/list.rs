@@ -3,20 +3,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::config::parse;
-
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
     file: PathBuf,
 }
 
 pub(super) fn run(a: Args) -> ExitCode {
-    let file = match parse::load(&a.file) {
+    let file = match super::load_file(&a.file) {
         Ok(f) => f,
-        Err(e) => {
-            eprintln!("shootout: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     match file.write_list(&mut std::io::stdout().lock()) {
         // A reader that stops early (`| head`) is not an error.

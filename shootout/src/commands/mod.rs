@@ -99,6 +99,14 @@ fn stop_flag() -> Arc<AtomicBool> {
     stop
 }
 
+/// The scenario file at `path`, or exit code 2 after its `file:line` error.
+fn load_file(path: &std::path::Path) -> Result<crate::config::scenario::ScenarioFile, ExitCode> {
+    crate::config::parse::load(path).map_err(|e| {
+        eprintln!("shootout: {e}");
+        ExitCode::from(2)
+    })
+}
+
 /// Prints an error as `shootout: …` lines on stderr.
 fn report_error(e: &anyhow::Error) {
     for line in format!("{e:#}").lines() {

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::{duration, interrupted_exit, stop_flag, BuildArgs};
-use crate::config::parse;
 use crate::design::{run_file, RunOptions};
 
 #[derive(Debug, clap::Args)]
@@ -31,12 +30,9 @@ pub(super) struct Args {
 }
 
 pub(super) fn run(a: Args) -> ExitCode {
-    let file = match parse::load(&a.file) {
+    let file = match super::load_file(&a.file) {
         Ok(f) => f,
-        Err(e) => {
-            eprintln!("shootout: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let opts = RunOptions {
         only: a.only,

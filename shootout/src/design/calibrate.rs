@@ -127,6 +127,7 @@ fn scenario_file(o: &CalibrateOptions) -> anyhow::Result<ScenarioFile> {
         let mut r = Map::new();
         r.insert("name".into(), name.into());
         r.insert("label".into(), label.into());
+        r.insert("server".into(), o.server.name().into());
         Value::Table(r)
     };
     let dur = |d: Duration| Value::from(humantime::format_duration(d).to_string());
@@ -141,7 +142,6 @@ fn scenario_file(o: &CalibrateOptions) -> anyhow::Result<ScenarioFile> {
     paired.insert("min_blocks".into(), 2.into());
     paired.insert("seed".into(), 1.into());
     let mut defaults = Map::new();
-    defaults.insert("server".into(), o.server.name().into());
     defaults.insert("features".into(), vec![Value::from("calibrate")].into());
     defaults.insert("workers".into(), 1.into());
     defaults.insert("connections".into(), i64::from(o.connections).into());

@@ -38,12 +38,9 @@ pub fn run_all(
         Ok(stopped)
     })?;
     Ok(RunOutcome {
-        dir: run.dir.to_path_buf(),
-        rows: Vec::new(),
-        comparisons: Vec::new(),
         memory_failed: failed,
         memory_total: meta.memory.len(),
-        interrupted,
+        ..RunOutcome::of(run.dir, interrupted)
     })
 }
 

@@ -56,6 +56,18 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
+    /// An outcome of `dir` with nothing run yet.
+    pub fn of(dir: &Path, interrupted: bool) -> RunOutcome {
+        RunOutcome {
+            dir: dir.to_path_buf(),
+            rows: Vec::new(),
+            comparisons: Vec::new(),
+            memory_failed: 0,
+            memory_total: 0,
+            interrupted,
+        }
+    }
+
     /// Rows or comparisons that failed.
     pub fn failed(&self) -> usize {
         self.rows.iter().filter(|r| r.error.is_some()).count()

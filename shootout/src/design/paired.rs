@@ -69,12 +69,8 @@ pub fn run_all(
         Ok(stopped)
     })?;
     Ok(RunOutcome {
-        dir: run.dir.to_path_buf(),
-        rows: Vec::new(),
         comparisons,
-        memory_failed: 0,
-        memory_total: 0,
-        interrupted,
+        ..RunOutcome::of(run.dir, interrupted)
     })
 }
 

@@ -43,12 +43,8 @@ pub fn run_all(
         Ok(stopped)
     })?;
     Ok(RunOutcome {
-        dir: run.dir.to_path_buf(),
         rows,
-        comparisons: Vec::new(),
-        memory_failed: 0,
-        memory_total: 0,
-        interrupted,
+        ..RunOutcome::of(run.dir, interrupted)
     })
 }
 
