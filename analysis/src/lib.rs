@@ -2,6 +2,7 @@
 //! results directory and renders tables, charts and `summary.json`. A
 //! library the runner calls, and the `analysis` binary.
 
+pub mod coverage;
 pub mod export;
 pub mod input;
 pub mod latency;

@@ -170,6 +170,13 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
                     rps.ci95 = d.ci95;
                 }
                 let ratio = rps.mean / base_mean;
+                // Over repetitions, the independent unit: none with fewer
+                // than two on either side.
+                let welch_p = if i == base_idx {
+                    None
+                } else {
+                    welch(&means, &base_means)
+                };
                 let ratio_ci95 = if i == base_idx {
                     Some(0.0)
                 } else {
@@ -197,11 +204,7 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
                     ratio,
                     ratio_ci95,
                     original,
-                    welch: if i == base_idx {
-                        None
-                    } else {
-                        welch(&s, &base_sample)
-                    },
+                    welch: welch_p,
                     latency_us: crate::latency::of_row(reps),
                     non_2xx: sum_opt(
                         reps.iter()

@@ -56,7 +56,8 @@ pub fn describe(xs: &[f64]) -> Option<Describe> {
     })
 }
 
-fn t_quantile(p: f64, df: f64) -> f64 {
+/// The `p` quantile of Student's t with `df` degrees of freedom.
+pub fn t_quantile(p: f64, df: f64) -> f64 {
     StudentsT::new(0.0, 1.0, df).map_or(f64::NAN, |t| t.inverse_cdf(p))
 }
 

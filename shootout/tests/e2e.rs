@@ -362,8 +362,10 @@ fn paired_design_runs_both_stacks_at_once_and_leaves_nothing() {
     for c in comps {
         assert!(c["error"].is_null(), "{c}");
         let blocks = c["blocks"].as_array().unwrap();
-        // The budget stops at an even count: AB and BA alike.
-        assert!(blocks.len() >= 2 && blocks.len() % 2 == 0, "{c}");
+        // Exactly the planned blocks ran, whatever the interval looked
+        // like on the way (no stopping on the interval).
+        assert_eq!(blocks.len(), 4, "{c}");
+        assert_eq!(c["stopped_by"], "blocks", "{c}");
         let orders: Vec<&str> = blocks
             .iter()
             .map(|b| b["order"].as_str().unwrap())
@@ -654,6 +656,64 @@ fn alternate_schedule_loads_one_stack_after_the_other() {
     // One load ran after the other ended: their times do not overlap.
     let (r, b) = (first_interval("row"), first_interval("base"));
     assert!(r.1 < b.0 || b.1 < r.0, "row {r:?} and base {b:?} overlap");
+    assert!(leftovers(out.path()).is_empty());
+}
+
+#[test]
+fn repeated_comparison_runs_in_rounds_and_reports_over_runs() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
+    let result = shootout(&[
+        "run",
+        "shootout/tests/fixtures/paired.toml",
+        "--only",
+        "aa",
+        "--runs",
+        "2",
+        "--duration",
+        "1s",
+        "--build-profile",
+        "dev",
+        "--out",
+    ])
+    .arg(out.path())
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(
+        result.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    assert!(stdout.contains("aa vs base (run 1): 2xx/s "), "{stdout}");
+    assert!(stdout.contains("aa vs base (run 2): 2xx/s "), "{stdout}");
+    assert!(
+        stdout.contains("aa vs base: 2xx/s ") && stdout.contains(" across 2 runs (within a run ± "),
+        "{stdout}"
+    );
+    let m = meta(out.path());
+    let runs: Vec<u64> = m["paired"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["run"].as_u64().unwrap())
+        .collect();
+    assert_eq!(runs, [1, 2]);
+    let dir = run_dir(out.path()).join("paired").join("aa");
+    for run in ["run-01", "run-02"] {
+        let blocks = std::fs::read_dir(dir.join(run))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".cpu.jsonl"))
+            .count();
+        assert_eq!(blocks, 4, "{run}");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir(out.path()).join("summary.json")).unwrap())
+            .unwrap();
+    let row = &summary["paired"][0]["rows"][0];
+    assert_eq!(row["runs"].as_array().unwrap().len(), 2, "{row}");
+    assert!(row["across_runs"]["lo"].as_f64().unwrap() > 0.0, "{row}");
     assert!(leftovers(out.path()).is_empty());
 }
 

@@ -303,8 +303,7 @@ design = "paired"
 [paired]
 block = "2s"
 settle = "1s"
-budget = "5s"
-min_blocks = 2
+blocks = 4
 
 [defaults]
 request = "post"

@@ -22,8 +22,8 @@ impl Exporter for MarkdownExporter {
              (Student's t) when a row has two or more, else from its intervals. Warm-up left out: intervals loadgen marked as warm-up, or the \
              first {} intervals of logs that mark none. Ratio is the row's mean over the baseline's, \
              with the 95% confidence interval from the repetition means (delta method, Student's t \
-             with the fewer repetitions less one degree of freedom); p is Welch's t-test of the row's interval RPS against the baseline's (intervals of one run \
-             are not independent, so read small p-values as \"clearly apart\", not as exact odds).\n",
+             with the fewer repetitions less one degree of freedom); p is Welch's t-test of the row's repetition means against the baseline's (n/a with fewer \
+             than two repetitions on either side: the intervals of one run are not independent).\n",
             report.skip
         )?;
         }

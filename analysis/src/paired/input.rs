@@ -10,6 +10,8 @@ use crate::input::Problem;
 /// One interval measured on both stacks at once.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Window {
+    /// The run it belongs to (1 when a comparison ran once).
+    pub run: u32,
     pub block: u32,
     pub order: Order,
     /// Interval number within the block (warm-up included in the count).
@@ -118,6 +120,7 @@ pub fn read_comparison(dir: &Path, problems: &mut Vec<Problem>) -> Comparison {
                 Some(f(s1).checked_sub(f(s0))? as f64 / 1000.0 / ok as f64)
             };
             out.windows.push(Window {
+                run: 1,
                 block: n,
                 order,
                 index: *index,
@@ -131,6 +134,35 @@ pub fn read_comparison(dir: &Path, problems: &mut Vec<Problem>) -> Comparison {
         out.dropped += base.keys().filter(|k| !row.contains_key(k)).count();
     }
     out
+}
+
+/// A compared row's runs: the `run-NN` directories of `dir` when the
+/// comparison was repeated (`runs = N`), else `dir` itself as run 1. Each
+/// run's windows carry its number.
+pub fn read_runs(dir: &Path, problems: &mut Vec<Problem>) -> Vec<(u32, Comparison)> {
+    let mut runs: Vec<(u32, std::path::PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| {
+            let n = e.file_name().to_str()?.strip_prefix("run-")?.parse().ok()?;
+            Some((n, e.path()))
+        })
+        .collect();
+    if runs.is_empty() {
+        return vec![(1, read_comparison(dir, problems))];
+    }
+    runs.sort();
+    runs.into_iter()
+        .map(|(n, path)| {
+            let mut c = read_comparison(&path, problems);
+            for w in &mut c.windows {
+                w.run = n;
+            }
+            (n, c)
+        })
+        .collect()
 }
 
 /// `block-NN-ab` -> (NN, order).

@@ -4,53 +4,52 @@
 
 use std::path::Path;
 
-use super::input::{read_comparison, Comparison, Window};
+use super::input::{read_runs, Comparison, Window};
 use super::stats::{self, RatioCi, State};
 use super::Order;
 use crate::input::{Problem, TableSpec};
 
-/// Seed of the bootstrap: fixed, so a report is a function of its data.
-pub const BOOTSTRAP_SEED: u64 = 2026;
-
-/// One metric's ratio with both intervals; `ci` (the union of the two) is
-/// the one a conclusion rests on.
+/// One metric's ratio and the interval a conclusion rests on: Student's t
+/// over block means ([`stats::block_t`]). The interval over windows as if
+/// they were independent is kept as a diagnostic only (it is too narrow:
+/// neighbouring windows are correlated).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Metric {
     pub ratio: f64,
-    /// Student's t over the pairs, as if independent.
-    pub t: RatioCi,
-    /// Percentile bootstrap over blocks.
-    pub bootstrap: Option<RatioCi>,
-    /// The wider of the two on each side.
+    /// Student's t over block means: the reported interval.
     pub ci: RatioCi,
     pub ci95_pct: f64,
+    pub blocks: usize,
     pub pairs: usize,
+    /// Student's t over the windows as if independent: a diagnostic, never
+    /// reported as the interval.
+    pub pairs_t: RatioCi,
 }
 
-/// Builds a metric from windows (`None` with fewer than 2 usable pairs).
+/// Builds a metric from windows (`None` with fewer than 2 blocks that have
+/// a usable pair).
 pub fn metric(windows: &[Window], f: impl Fn(&Window) -> Option<f64>) -> Option<Metric> {
     let logs: Vec<f64> = windows.iter().filter_map(&f).collect();
-    let t = stats::t_ratio(&logs)?;
+    let pairs_t = stats::t_ratio(&logs)?;
     let mut blocks: Vec<Vec<f64>> = Vec::new();
     let mut last = None;
     for w in windows {
         if let Some(x) = f(w) {
-            if last != Some(w.block) {
+            if last != Some((w.run, w.block)) {
                 blocks.push(Vec::new());
-                last = Some(w.block);
+                last = Some((w.run, w.block));
             }
             blocks.last_mut().expect("pushed").push(x);
         }
     }
-    let bootstrap = stats::block_bootstrap(&blocks, BOOTSTRAP_SEED);
-    let ci = bootstrap.map_or(t, |b| t.union(&b));
+    let ci = stats::block_t(&blocks)?;
     Some(Metric {
-        ratio: t.ratio,
-        t,
-        bootstrap,
+        ratio: ci.ratio,
         ci,
         ci95_pct: ci.half_width_pct(),
+        blocks: blocks.len(),
         pairs: logs.len(),
+        pairs_t,
     })
 }
 
@@ -62,6 +61,26 @@ pub fn rps_metric(windows: &[Window]) -> Option<Metric> {
 /// The server-CPU-per-request metric of `windows`.
 pub fn cpu_metric(windows: &[Window]) -> Option<Metric> {
     metric(windows, Window::log_cpu)
+}
+
+/// One run of a repeated comparison (`runs = N`): its own figures.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunFigures {
+    pub run: u32,
+    pub blocks: u32,
+    pub rps: Option<Metric>,
+    pub cpu: Option<Metric>,
+}
+
+/// The run-level interval of a repeated comparison: Student's t over the
+/// runs' log ratios (runs − 1 degrees of freedom), what a reader gets if
+/// they run the comparison again. `None` with fewer than 2 runs.
+pub fn across_runs(runs: &[RunFigures]) -> Option<RatioCi> {
+    let logs: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.rps.map(|m| m.ratio.ln()))
+        .collect();
+    stats::t_ratio(&logs)
 }
 
 /// Ratios within one machine state (t interval only: fewer windows).
@@ -87,8 +106,17 @@ pub struct PairedRow {
     pub base_rps_mean: f64,
     pub row_cpu_us_mean: Option<f64>,
     pub base_cpu_us_mean: Option<f64>,
+    /// Over every block of every run.
     pub rps: Option<Metric>,
     pub cpu: Option<Metric>,
+    /// A repeated comparison's runs, each with its within-run figures
+    /// (empty when it ran once).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<RunFigures>,
+    /// 2xx/s ratio over the runs with its run-level 95% CI: the reported
+    /// figure of a repeated comparison.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub across_runs: Option<RatioCi>,
     /// RPS ratio with the row in the first slot, and with the baseline there.
     pub rps_ab: Option<f64>,
     pub rps_ba: Option<f64>,
@@ -116,8 +144,26 @@ fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| s / n as f64)
 }
 
-/// Figures for one compared row from its windows.
-pub fn row_figures(name: &str, label: &str, c: &Comparison) -> PairedRow {
+/// Figures for one compared row from its runs' windows.
+pub fn row_figures(name: &str, label: &str, runs: &[(u32, Comparison)]) -> PairedRow {
+    let run_figures: Vec<RunFigures> = if runs.len() > 1 {
+        runs.iter()
+            .map(|(n, c)| RunFigures {
+                run: *n,
+                blocks: c.blocks,
+                rps: rps_metric(&c.windows),
+                cpu: cpu_metric(&c.windows),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let c = Comparison {
+        windows: runs.iter().flat_map(|(_, c)| c.windows.clone()).collect(),
+        blocks: runs.iter().map(|(_, c)| c.blocks).sum(),
+        dropped: runs.iter().map(|(_, c)| c.dropped).sum(),
+    };
+    let c = &c;
     let w = &c.windows;
     let totals: Vec<f64> = w.iter().map(|w| w.row_rps + w.base_rps).collect();
     let blocks: Vec<u32> = w.iter().map(|w| w.block).collect();
@@ -148,6 +194,8 @@ pub fn row_figures(name: &str, label: &str, c: &Comparison) -> PairedRow {
         base_cpu_us_mean: mean(w.iter().filter_map(|w| w.base_cpu_us)),
         rps: rps_metric(w),
         cpu: cpu_metric(w),
+        across_runs: across_runs(&run_figures),
+        runs: run_figures,
         rps_ab: order_ratio(Order::Ab),
         rps_ba: order_ratio(Order::Ba),
         state_threshold,
@@ -197,12 +245,12 @@ pub fn build(
         if !sub.is_dir() {
             continue;
         }
-        let c = read_comparison(&sub, problems);
-        if c.windows.is_empty() {
+        let runs = read_runs(&sub, problems);
+        if runs.iter().all(|(_, c)| c.windows.is_empty()) {
             problems.push(Problem(format!("{}: no paired window", sub.display())));
             continue;
         }
-        rows.push(row_figures(&r.name, &label_of(&r.name), &c));
+        rows.push(row_figures(&r.name, &label_of(&r.name), &runs));
     }
     if rows.is_empty() {
         return None;

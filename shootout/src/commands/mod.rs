@@ -2,6 +2,7 @@
 //! file turns its options into a call of the stages and an exit code.
 
 mod calibrate;
+mod coverage;
 mod hosts;
 mod list;
 mod run;
@@ -41,6 +42,10 @@ enum Cmd {
     /// and a positive control (a known added CPU cost per request), both in
     /// the paired design; writes calibration.json.
     Calibrate(calibrate::Args),
+    /// How often the paired design's intervals held the true value: from a
+    /// run of scenarios/coverage.toml (DUET) and one of
+    /// scenarios/coverage-alone.toml (ALONE); writes DUET/coverage.json.
+    Coverage(coverage::Args),
     /// Check the remote hosts of FILE's [ssh] and [hosts.NAME] tables: one
     /// ssh connection each, architecture, cores, kernel, clock offset
     /// (refused above clock_limit), loadgen uploaded to load hosts.
@@ -78,6 +83,7 @@ pub fn main() -> ExitCode {
         Cmd::List(a) => list::run(a),
         Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Hosts(a) => hosts::run(a),
+        Cmd::Coverage(a) => coverage::run(a),
     }
 }
 

@@ -19,14 +19,25 @@ pub(super) struct Args {
     /// with design = "paired", the length of a block.
     #[arg(long, value_parser = duration)]
     duration: Option<Duration>,
-    /// With design = "paired": the most measuring time per comparison.
-    #[arg(long, value_parser = duration)]
-    budget: Option<Duration>,
+    /// With design = "paired": blocks per comparison, fixed before it starts
+    /// (even, at least 4), overriding the file.
+    #[arg(long, value_parser = blocks)]
+    blocks: Option<u32>,
+    /// With design = "paired": runs of each comparison (fresh processes, a
+    /// new slot order, apart in time), overriding the file; with several,
+    /// the reported interval is over runs.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: Option<u32>,
     /// Where run directories go.
     #[arg(long, default_value = "results", value_name = "DIR")]
     out: PathBuf,
     #[command(flatten)]
     build: BuildArgs,
+}
+
+fn blocks(s: &str) -> Result<u32, String> {
+    let n = s.parse::<u32>().map_err(|e| e.to_string())?;
+    crate::config::parse::checked_blocks(n)
 }
 
 pub(super) fn run(a: Args) -> ExitCode {
@@ -37,7 +48,8 @@ pub(super) fn run(a: Args) -> ExitCode {
     let opts = RunOptions {
         only: a.only,
         duration: a.duration,
-        budget: a.budget,
+        blocks: a.blocks,
+        runs: a.runs,
         out: a.out,
         profile: a.build.profile(),
     };

@@ -15,13 +15,13 @@ impl ScenarioFile {
         if let Design::Paired(p) = &self.design {
             writeln!(
                 out,
-                "  paired against {:?}: {:?} schedule, blocks of {} after {} settle, budget {} per comparison, target ±{}%",
+                "  paired against {:?}: {:?} schedule, {} run(s) of {} blocks of {} after {} settle per comparison",
                 self.baseline.as_deref().unwrap_or(""),
                 p.schedule,
+                p.runs,
+                p.blocks,
                 humantime::format_duration(p.block),
                 humantime::format_duration(p.settle),
-                humantime::format_duration(p.budget),
-                p.target_ci_pct
             )?;
         }
         if let Design::Memory(m) = &self.design {

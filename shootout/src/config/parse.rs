@@ -102,10 +102,13 @@ struct RawPaired {
     schedule: Option<Schedule>,
     block: Option<String>,
     settle: Option<String>,
-    budget: Option<String>,
-    target_ci_pct: Option<f64>,
-    min_blocks: Option<u32>,
+    blocks: Option<u32>,
+    runs: Option<i64>,
     seed: Option<u64>,
+    // Gone: refused with the reason (see `paired_settings`).
+    budget: Option<toml::Value>,
+    target_ci_pct: Option<toml::Value>,
+    min_blocks: Option<toml::Value>,
 }
 
 /// The `[memory]` table.
@@ -669,6 +672,12 @@ fn paired_settings(
     let Some(raw) = raw else { return Ok(p) };
     let at = raw.span().start;
     let r = raw.get_ref();
+    if r.budget.is_some() || r.target_ci_pct.is_some() || r.min_blocks.is_some() {
+        return Err(err(
+            at,
+            "[paired] budget, target_ci_pct and min_blocks are gone: a comparison runs a fixed number of blocks (blocks = N), because stopping once the interval looked narrow made it too narrow".into(),
+        ));
+    }
     let dur = |v: &Option<String>, key: &str, fallback: Duration, zero_ok: bool| match v {
         None => Ok(fallback),
         Some(text) => match humantime::parse_duration(text) {
@@ -680,24 +689,29 @@ fn paired_settings(
     p.schedule = r.schedule.unwrap_or(p.schedule);
     p.block = dur(&r.block, "block", p.block, false)?;
     p.settle = dur(&r.settle, "settle", p.settle, true)?;
-    p.budget = dur(&r.budget, "budget", p.budget, false)?;
-    if let Some(t) = r.target_ci_pct {
-        if !(t > 0.0 && t.is_finite()) {
-            return Err(err(at, "[paired] target_ci_pct must be above 0".into()));
-        }
-        p.target_ci_pct = t;
+    if let Some(n) = r.blocks {
+        p.blocks = checked_blocks(n).map_err(|why| err(at, format!("[paired] {why}")))?;
     }
-    if let Some(m) = r.min_blocks {
-        if m < 2 || m % 2 == 1 {
-            return Err(err(
-                at,
-                "[paired] min_blocks must be even and at least 2 (AB and BA alike)".into(),
-            ));
-        }
-        p.min_blocks = m;
+    if let Some(n) = r.runs {
+        p.runs = u32::try_from(n)
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| err(at, format!("[paired] runs must be at least 1, not {n}")))?;
     }
     p.seed = r.seed.unwrap_or(p.seed);
     Ok(p)
+}
+
+/// A planned number of blocks: even (AB and BA alike) and at least
+/// [`PairedSettings::MIN_BLOCKS`].
+pub fn checked_blocks(n: u32) -> Result<u32, String> {
+    if n < PairedSettings::MIN_BLOCKS || n % 2 == 1 {
+        return Err(format!(
+            "blocks must be even and at least {} (AB and BA alike; the interval has blocks - 1 degrees of freedom), not {n}",
+            PairedSettings::MIN_BLOCKS
+        ));
+    }
+    Ok(n)
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -732,14 +746,14 @@ mod tests {
     #[test]
     fn paired_design_and_its_settings() {
         let f = parse_str(
-            "design = \"paired\"\nbaseline = \"a\"\n[paired]\nblock = \"5s\"\nbudget = \"1m\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"actix\"\n",
+            "design = \"paired\"\nbaseline = \"a\"\n[paired]\nblock = \"5s\"\nblocks = 6\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"actix\"\n",
         )
         .unwrap();
         let Design::Paired(p) = f.design else {
             panic!("not paired")
         };
         assert_eq!(p.block, Duration::from_secs(5));
-        assert_eq!(p.budget, Duration::from_secs(60));
+        assert_eq!(p.blocks, 6);
         assert_eq!(p.settle, PairedSettings::default().settle);
         assert_eq!(p.schedule, Schedule::Duet);
         let alt = parse_str(
@@ -753,6 +767,42 @@ mod tests {
                 .design,
             Design::Sequential
         );
+    }
+
+    #[test]
+    fn a_comparison_plans_its_blocks_and_never_stops_on_its_interval() {
+        let file = |paired: &str| {
+            format!("design = \"paired\"\nbaseline = \"a\"\n[paired]\n{paired}\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n")
+        };
+        for bad in ["blocks = 3", "blocks = 2", "blocks = 0"] {
+            let e = parse_str(&file(bad)).unwrap_err();
+            assert!(
+                e.contains("t.toml:3: [paired] blocks must be even and at least 4"),
+                "{bad}: {e}"
+            );
+        }
+        for gone in ["target_ci_pct = 0.5", "budget = \"2m\"", "min_blocks = 6"] {
+            let e = parse_str(&file(gone)).unwrap_err();
+            assert!(
+                e.contains("are gone: a comparison runs a fixed number of blocks"),
+                "{gone}: {e}"
+            );
+        }
+        let Design::Paired(p) = parse_str(&file("blocks = 4")).unwrap().design else {
+            panic!("not paired")
+        };
+        assert_eq!(p.blocks, PairedSettings::MIN_BLOCKS);
+        for bad in ["runs = 0", "runs = -1"] {
+            let e = parse_str(&file(bad)).unwrap_err();
+            assert!(
+                e.starts_with("t.toml:3: [paired] runs must be at least 1"),
+                "{bad}: {e}"
+            );
+        }
+        let Design::Paired(p) = parse_str(&file("runs = 3")).unwrap().design else {
+            panic!("not paired")
+        };
+        assert_eq!((p.runs, p.blocks), (3, 8));
     }
 
     #[test]
@@ -805,7 +855,7 @@ mod tests {
             ("design = \"duet\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: unknown design \"duet\""),
             ("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrepetitions = 3\n", "t.toml:6: repetitions is not used by design = \"paired\""),
             ("baseline = \"a\"\n[paired]\nblock = \"5s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: [paired] needs design = \"paired\""),
-            ("design = \"paired\"\nbaseline = \"a\"\n[paired]\nmin_blocks = 3\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:3: [paired] min_blocks must be even"),
+            ("design = \"paired\"\nbaseline = \"a\"\n[paired]\nblocks = 3\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:3: [paired] blocks must be even"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nspin_ns = 10\n", "t.toml:2: spin_ns needs the calibrate feature"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nserver_host = \"x\"\n", "t.toml:4: server_host needs [ssh] and [hosts.NAME] tables"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nclient_timeout = 0\n", "t.toml:2: client_timeout = 0 needs the keepalive-os feature (the servers refuse it otherwise)"),

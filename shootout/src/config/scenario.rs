@@ -115,16 +115,23 @@ pub struct PairedSettings {
     pub block: Duration,
     /// Load before each block's measured part, left out.
     pub settle: Duration,
-    /// Most measuring time for one comparison.
-    pub budget: Duration,
-    /// Stop a comparison early once both metrics' 95% CIs are this narrow
-    /// (half-width, percent).
-    pub target_ci_pct: f64,
-    /// Fewest blocks before the target may stop a comparison (even: AB and
-    /// BA alike).
-    pub min_blocks: u32,
+    /// Blocks per comparison, fixed before it starts (even: AB and BA
+    /// alike; at least [`PairedSettings::MIN_BLOCKS`]). A comparison never
+    /// stops on what its interval looks like: stopping when the interval
+    /// first dips under a target makes it too narrow.
+    pub blocks: u32,
+    /// Independent runs of each comparison (fresh processes, a new slot
+    /// order, apart in time, in rounds over the comparisons); the reported
+    /// interval comes from the runs when there are several.
+    pub runs: u32,
     /// Seed of the slot orders (recorded, so a run can be repeated).
     pub seed: u64,
+}
+
+impl PairedSettings {
+    /// Fewest blocks a comparison may plan: with 4, the block-level t
+    /// interval has 3 degrees of freedom (t = 3.18).
+    pub const MIN_BLOCKS: u32 = 4;
 }
 
 impl Default for PairedSettings {
@@ -133,9 +140,8 @@ impl Default for PairedSettings {
             schedule: Schedule::Duet,
             block: Duration::from_secs(10),
             settle: Duration::from_secs(2),
-            budget: Duration::from_secs(180),
-            target_ci_pct: 0.5,
-            min_blocks: 6,
+            blocks: 8,
+            runs: 1,
             seed: 1,
         }
     }

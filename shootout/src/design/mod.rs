@@ -35,8 +35,10 @@ pub struct RunOptions {
     pub only: Option<String>,
     /// Override every scenario's measured duration (paired design: the block).
     pub duration: Option<Duration>,
-    /// Paired design: override the budget of each comparison.
-    pub budget: Option<Duration>,
+    /// Paired design: override the planned blocks of each comparison.
+    pub blocks: Option<u32>,
+    /// Paired design: override the runs of each comparison.
+    pub runs: Option<u32>,
     /// Parent of the run directory.
     pub out: PathBuf,
     /// Cargo profile of the builds: `release` for measurements; `dev` only
@@ -184,6 +186,9 @@ fn select(file: &ScenarioFile, opts: &RunOptions) -> anyhow::Result<(Vec<Scenari
     let mut design = file.design.clone();
     match &mut design {
         Design::Sequential => {
+            if opts.blocks.is_some() || opts.runs.is_some() {
+                bail!("{path}: --blocks and --runs are for design = \"paired\" (sequential rows take repetitions)");
+            }
             if let Some(d) = opts.duration {
                 for s in &mut scenarios {
                     s.duration = d;
@@ -191,13 +196,14 @@ fn select(file: &ScenarioFile, opts: &RunOptions) -> anyhow::Result<(Vec<Scenari
             }
         }
         Design::Memory(_) => {
-            if opts.duration.is_some() || opts.budget.is_some() {
-                bail!("{path}: memory rows take their times from [memory] (hold, settle, after), not --duration or --budget");
+            if opts.duration.is_some() || opts.blocks.is_some() || opts.runs.is_some() {
+                bail!("{path}: memory rows take their times from [memory] (hold, settle, after), not --duration, --blocks or --runs");
             }
         }
         Design::Paired(p) => {
             p.block = opts.duration.unwrap_or(p.block);
-            p.budget = opts.budget.unwrap_or(p.budget);
+            p.blocks = opts.blocks.unwrap_or(p.blocks);
+            p.runs = opts.runs.unwrap_or(p.runs);
             // Every row is measured against the baseline, which runs in
             // every comparison (and is not compared with itself).
             let base = file.baseline.as_deref().context("no baseline")?;

@@ -7,9 +7,11 @@
 //! hold one of each, in a random order from the file's seed. Both loadgens
 //! start at one `--start-at` barrier, so their intervals cover the same
 //! wall-clock seconds; the runner reads both servers' CPU time at every
-//! interval boundary. After `settle` (left out), `block` is measured. Blocks
-//! go on until both metrics' 95% CIs are within `target_ci_pct` (after
-//! `min_blocks`) or until the next two blocks would pass `budget`.
+//! interval boundary. After `settle` (left out), `block` is measured. A
+//! comparison runs the number of blocks its settings planned (`blocks`),
+//! whatever its interval looks like meanwhile: stopping as soon as the
+//! interval dipped under a target made the reported interval too narrow.
+//! The interval is Student's t over the block means (the analysis).
 //!
 //! Why at once rather than alternating: on the 2-vCPU VM this project is
 //! developed on, the machine flips between two throughput states several
@@ -60,14 +62,23 @@ pub fn run_all(
     let ctx = Ctx { run, settings };
     meta.design = "paired".into();
     let mut comparisons = Vec::new();
-    let interrupted = each(run, rows.iter().enumerate(), |(i, row)| {
-        let (rec, stopped) = compare(&ctx, base, row, i);
+    // Runs in rounds (every comparison once, then again), so that a
+    // comparison's runs are apart in time, separated by the others.
+    let units =
+        (1..=settings.runs).flat_map(|r| rows.iter().enumerate().map(move |(i, row)| (r, i, row)));
+    let interrupted = each(run, units, |(r, i, row)| {
+        let (rec, stopped) = compare(&ctx, base, row, i, r);
         report::print_comparison(&rec);
         comparisons.push(rec);
         meta.paired = comparisons.clone();
         meta.write(run.dir)?;
         Ok(stopped)
     })?;
+    if settings.runs > 1 && !interrupted {
+        for row in rows {
+            report::print_across_runs(&row.name, &base.name, &run.table_dir.join(&row.name));
+        }
+    }
     Ok(RunOutcome {
         comparisons,
         ..RunOutcome::of(run.dir, interrupted)
@@ -84,47 +95,46 @@ struct Pair<'a> {
     dir: PathBuf,
 }
 
-/// Runs blocks of `row` against `base` until the target or the budget.
+/// Runs the planned blocks of `row` against `base`, as run `run` of the
+/// comparison's `runs` (files in `ROW/run-NN/` when there are several).
 /// `index` keeps network namespaces of different comparisons apart.
 pub fn compare(
     ctx: &Ctx,
     base: &Scenario,
     row: &Scenario,
     index: usize,
+    run: u32,
 ) -> (ComparisonRecord, Option<Interrupted>) {
     let p = ctx.settings;
     let mut rec = ComparisonRecord::new(base, row, p);
+    let mut dir = ctx.run.table_dir.join(&row.name);
+    if p.runs > 1 {
+        rec.run = Some(run);
+        dir = dir.join(format!("run-{run:02}"));
+    }
     let pair = Pair {
         base,
         row,
         index,
-        dir: ctx.run.table_dir.join(&row.name),
+        dir,
     };
     if let Err(e) = std::fs::create_dir_all(&pair.dir) {
         rec.error = Some(format!("creating {}: {e}", pair.dir.display()));
         rec.stopped_by = "error".into();
         return (rec, None);
     }
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(p.seed.wrapping_add(index as u64));
+    // Each run draws its own slot orders (run 1 keeps the seed's old ones).
+    let seed = p
+        .seed
+        .wrapping_add(index as u64)
+        .wrapping_add(1000 * u64::from(run - 1));
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let started = Instant::now();
     let mut next_order = Order::Ab;
-    let mut last_block = Duration::ZERO;
     let mut interrupted = None;
-    for n in 1u32.. {
-        let done = n - 1;
-        let even = done % 2 == 0;
-        if even && done >= 2 {
-            if done >= p.min_blocks && within_target(&rec, p.target_ci_pct) {
-                rec.stopped_by = "target".into();
-                break;
-            }
-            // Blocks come in twos (AB and BA): stop when two more would
-            // pass the budget.
-            if started.elapsed() + 2 * last_block > p.budget {
-                rec.stopped_by = "budget".into();
-                break;
-            }
-        }
+    rec.stopped_by = "blocks".into();
+    for n in 1..=p.blocks {
+        let even = (n - 1) % 2 == 0;
         if ctx.run.stopping() {
             rec.stopped_by = "interrupted".into();
             interrupted = Some(Interrupted);
@@ -144,10 +154,10 @@ pub fn compare(
         };
         let t0 = Instant::now();
         let mut facts = [SideFacts::default(), SideFacts::default()];
-        let tmp = ctx.run.tmp(&format!("{}-{n}", row.name));
+        let tmp = ctx.run.tmp(&format!("{}-{run}-{n}", row.name));
         let outcome = run_block(ctx, &pair, n, order, &tmp, &mut facts, &mut rec.netem);
         let _ = std::fs::remove_dir_all(&tmp);
-        last_block = t0.elapsed();
+        let seconds = t0.elapsed().as_secs_f64();
         let [row_facts, base_facts] = facts;
         let error = outcome.as_ref().err().map(|e| format!("{e:#}"));
         rec.blocks.push(BlockRecord::build(
@@ -155,7 +165,7 @@ pub fn compare(
             order.as_str(),
             row_facts,
             base_facts,
-            last_block.as_secs_f64(),
+            seconds,
             error,
         ));
         update_figures(&mut rec, &pair.dir);
@@ -179,10 +189,6 @@ pub fn compare(
     }
     rec.seconds = started.elapsed().as_secs_f64();
     (rec, interrupted)
-}
-
-fn within_target(rec: &ComparisonRecord, target: f64) -> bool {
-    matches!((rec.rps_ci95_pct, rec.cpu_ci95_pct), (Some(a), Some(b)) if a <= target && b <= target)
 }
 
 /// Re-reads the comparison's blocks so far and updates the running figures.

@@ -39,7 +39,7 @@ pub struct ComparisonRecord {
     pub blocks: Vec<BlockRecord>,
     pub pairs: usize,
     pub seconds: f64,
-    /// `target`, `budget`, `interrupted` or `error`.
+    /// `blocks` (all planned blocks ran), `interrupted` or `error`.
     pub stopped_by: String,
     pub rps_ratio: Option<f64>,
     pub rps_ci95_pct: Option<f64>,
@@ -47,6 +47,9 @@ pub struct ComparisonRecord {
     pub cpu_ci95_pct: Option<f64>,
     pub netem: Option<String>,
     pub error: Option<String>,
+    /// Which run of a repeated comparison (`runs = N`); absent when it ran once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<u32>,
 }
 
 impl ComparisonRecord {
@@ -115,13 +118,12 @@ impl ComparisonRecord {
             server_cpus: row.server_cpus.clone(),
             loadgen_cpus: row.loadgen_cpus.clone(),
             settings: format!(
-                "{:?}, block {}, settle {}, budget {}, target ±{}%, min {} blocks, seed {}",
+                "{:?}, {} runs of {} blocks of {}, settle {}, seed {}",
                 p.schedule,
+                p.runs,
+                p.blocks,
                 humantime::format_duration(p.block),
                 humantime::format_duration(p.settle),
-                humantime::format_duration(p.budget),
-                p.target_ci_pct,
-                p.min_blocks,
                 p.seed
             )
             .to_lowercase(),

@@ -40,9 +40,10 @@ pub(crate) fn print_memory(r: &analysis::memory::MemoryRecord, reps: u32) {
 
 pub(crate) fn print_comparison(c: &ComparisonRecord) {
     use std::io::Write;
+    let run = c.run.map_or(String::new(), |r| format!(" (run {r})"));
     let line = match &c.error {
         None => format!(
-            "{} vs {}: {} in {} blocks, {:.0} s (stopped by {})",
+            "{} vs {}{run}: {} in {} blocks, {:.0} s (stopped by {})",
             c.row,
             c.baseline,
             c.progress(),
@@ -50,7 +51,7 @@ pub(crate) fn print_comparison(c: &ComparisonRecord) {
             c.seconds,
             c.stopped_by
         ),
-        Some(e) => format!("{} vs {}: FAILED: {e}", c.row, c.baseline),
+        Some(e) => format!("{} vs {}{run}: FAILED: {e}", c.row, c.baseline),
     };
     let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
@@ -128,6 +129,31 @@ pub(crate) fn print_row(r: &RowRecord, reps: u32) {
         None => line,
     };
     // A closed stdout must not stop the run: its results go to files.
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
+}
+
+/// After every run of a repeated comparison: the run-level line, e.g.
+/// `ntex vs actix: 0.7962 ± 3.10 % across 3 runs (within a run ± 1.06-2.39 %)`.
+pub(crate) fn print_across_runs(row: &str, baseline: &str, dir: &Path) {
+    use std::io::Write;
+    let runs = analysis::paired::input::read_runs(dir, &mut Vec::new());
+    let figures = analysis::paired::report::row_figures(row, row, &runs);
+    let Some(across) = figures.across_runs else {
+        return;
+    };
+    let within: Vec<f64> = figures
+        .runs
+        .iter()
+        .filter_map(|r| r.rps.map(|m| m.ci95_pct))
+        .collect();
+    let lo = within.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = within.iter().copied().fold(0.0, f64::max);
+    let line = format!(
+        "{row} vs {baseline}: 2xx/s {:.4} ± {:.2} % across {} runs (within a run ± {lo:.2}-{hi:.2} %)",
+        across.ratio,
+        across.half_width_pct(),
+        figures.runs.len()
+    );
     let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
 
