@@ -608,25 +608,29 @@ fn paired_file_with_an_unknown_baseline_is_refused_with_file_and_line() {
     );
 }
 
-#[test]
-fn alternate_schedule_loads_one_stack_after_the_other() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let out = tempfile::tempdir_in(target_dir()).unwrap();
-    let result = shootout(&[
-        "run",
-        "shootout/tests/fixtures/paired-alternate.toml",
-        "--build-profile",
-        "dev",
-        "--out",
-    ])
-    .arg(out.path())
-    .output()
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&result.stdout);
+/// `shootout ARGS --build-profile dev --out OUT`, which must succeed; its stdout.
+fn run_ok(args: &[&str], out: &Path) -> String {
+    let result = shootout(args)
+        .args(["--build-profile", "dev", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout).into_owned();
     assert!(
         result.status.success(),
         "{stdout}\n{}",
         String::from_utf8_lossy(&result.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn alternate_schedule_loads_one_stack_after_the_other() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
+    let stdout = run_ok(
+        &["run", "shootout/tests/fixtures/paired-alternate.toml"],
+        out.path(),
     );
     assert!(stdout.contains("aa vs base: 2xx/s "), "{stdout}");
     let dir = run_dir(out.path()).join("paired-alternate").join("aa");
@@ -663,7 +667,7 @@ fn alternate_schedule_loads_one_stack_after_the_other() {
 fn repeated_comparison_runs_in_rounds_and_reports_over_runs() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();
-    let result = shootout(&[
+    let args = [
         "run",
         "shootout/tests/fixtures/paired.toml",
         "--only",
@@ -672,19 +676,8 @@ fn repeated_comparison_runs_in_rounds_and_reports_over_runs() {
         "2",
         "--duration",
         "1s",
-        "--build-profile",
-        "dev",
-        "--out",
-    ])
-    .arg(out.path())
-    .output()
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&result.stdout);
-    assert!(
-        result.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&result.stderr)
-    );
+    ];
+    let stdout = run_ok(&args, out.path());
     assert!(stdout.contains("aa vs base (run 1): 2xx/s "), "{stdout}");
     assert!(stdout.contains("aa vs base (run 2): 2xx/s "), "{stdout}");
     assert!(
