@@ -635,6 +635,25 @@ fn check_memory_rows(raw: &RawFile, rows: &[Scenario], err: &Err) -> Result<(), 
     Ok(())
 }
 
+/// A duration key of a design table (`[memory]`, `[paired]`): `fallback`
+/// when unset; zero only where `zero_ok`; else the message.
+fn table_duration(
+    table: &str,
+    key: &str,
+    value: &Option<String>,
+    fallback: Duration,
+    zero_ok: bool,
+) -> Result<Duration, String> {
+    let Some(text) = value else {
+        return Ok(fallback);
+    };
+    match humantime::parse_duration(text) {
+        Ok(d) if zero_ok || !d.is_zero() => Ok(d),
+        Ok(_) => Err(format!("[{table}] {key} must be more than zero")),
+        Err(e) => Err(format!("[{table}] bad {key} {text:?}: {e}")),
+    }
+}
+
 fn memory_settings(
     raw: Option<&Spanned<RawMemory>>,
     err: &Err,
@@ -643,13 +662,8 @@ fn memory_settings(
     let Some(raw) = raw else { return Ok(m) };
     let at = raw.span().start;
     let r = raw.get_ref();
-    let dur = |v: &Option<String>, key: &str, fallback: Duration| match v {
-        None => Ok(fallback),
-        Some(text) => match humantime::parse_duration(text) {
-            Ok(d) if !d.is_zero() => Ok(d),
-            Ok(_) => Err(err(at, format!("[memory] {key} must be more than zero"))),
-            Err(e) => Err(err(at, format!("[memory] bad {key} {text:?}: {e}"))),
-        },
+    let dur = |v: &Option<String>, key: &str, fallback: Duration| {
+        table_duration("memory", key, v, fallback, false).map_err(|m| err(at, m))
     };
     m.hold = dur(&r.hold, "hold", m.hold)?;
     m.settle = dur(&r.settle, "settle", m.settle)?;
@@ -678,13 +692,8 @@ fn paired_settings(
             "[paired] budget, target_ci_pct and min_blocks are gone: a comparison runs a fixed number of blocks (blocks = N), because stopping once the interval looked narrow made it too narrow".into(),
         ));
     }
-    let dur = |v: &Option<String>, key: &str, fallback: Duration, zero_ok: bool| match v {
-        None => Ok(fallback),
-        Some(text) => match humantime::parse_duration(text) {
-            Ok(d) if zero_ok || !d.is_zero() => Ok(d),
-            Ok(_) => Err(err(at, format!("[paired] {key} must be more than zero"))),
-            Err(e) => Err(err(at, format!("[paired] bad {key} {text:?}: {e}"))),
-        },
+    let dur = |v: &Option<String>, key: &str, fallback: Duration, zero_ok: bool| {
+        table_duration("paired", key, v, fallback, zero_ok).map_err(|m| err(at, m))
     };
     p.schedule = r.schedule.unwrap_or(p.schedule);
     p.block = dur(&r.block, "block", p.block, false)?;
