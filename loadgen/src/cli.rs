@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{ArgGroup, Parser, ValueEnum};
 
 use crate::config::{Config, Model, Sched};
+use crate::gate::{Gate, Half};
 use crate::hold::HoldConfig;
 use crate::request::{RequestSpec, Target};
 use crate::UsageError;
@@ -112,6 +113,21 @@ pub struct Args {
     /// more than 100 ms past is refused.
     #[arg(long, value_name = "UNIX_MS")]
     pub start_at: Option<u64>,
+
+    /// Closed model: send new requests only in this half of every turn
+    /// period (requests already sent are still answered), so that two
+    /// loadgens started at one --start-at barrier take turns on their
+    /// servers: each server has the CPU to itself while it is loaded, and
+    /// both see the same machine state to within a turn. 2xx/s still counts
+    /// over the whole interval.
+    #[arg(long, value_enum, value_name = "HALF", conflicts_with_all = ["rate", "hold"])]
+    pub active_half: Option<Half>,
+
+    /// Turn period of --active-half; the interval must be a whole number of
+    /// turns (each loadgen then has the same time in every interval)
+    /// [default: the interval].
+    #[arg(long, value_name = "DURATION", value_parser = duration, requires = "active_half")]
+    pub turn: Option<Duration>,
 
     /// Hold mode: open -c connections, make one request on each, keep them
     /// all open this long without further requests, then close them all.
@@ -220,6 +236,20 @@ impl Args {
             return Err(UsageError("--spin-before must be at most 1ms".into()));
         }
         let start_at = self.start_at.map(start_time).transpose()?;
+        let gate = self.active_half.map(|half| Gate {
+            half,
+            period: self.turn.unwrap_or(self.interval),
+        });
+        if let Some(g) = gate {
+            let (i, p) = (self.interval.as_nanos(), g.period.as_nanos());
+            if p < 2_000_000 || !i.is_multiple_of(p) {
+                return Err(UsageError(format!(
+                    "--turn {} must be at least 2ms and divide --interval {} evenly",
+                    humantime::format_duration(g.period),
+                    humantime::format_duration(self.interval)
+                )));
+            }
+        }
         let duration = match (self.duration, self.requests) {
             (None, None) => Some(Duration::from_secs(10)),
             (d, _) => d,
@@ -245,6 +275,7 @@ impl Args {
             sched: self.sched,
             spin_before: self.spin_before,
             start_at,
+            gate,
         })
     }
 }
@@ -316,5 +347,47 @@ mod tests {
         assert_eq!(cfg.duration, Some(Duration::from_secs(10)));
         let args = Args::parse_from(["loadgen", "-n", "5", "http://127.0.0.1:1/"]);
         assert_eq!(args.into_config().unwrap().duration, None);
+    }
+
+    #[test]
+    fn active_half_is_for_the_closed_model() {
+        let args = Args::parse_from(["loadgen", "--active-half", "second", "http://127.0.0.1:1/"]);
+        let gate = args.into_config().unwrap().gate.unwrap();
+        assert_eq!(
+            (gate.half, gate.period),
+            (Half::Second, Duration::from_secs(1))
+        );
+        let turns = [
+            "loadgen",
+            "--active-half",
+            "first",
+            "--turn",
+            "100ms",
+            "http://127.0.0.1:1/",
+        ];
+        let gate = Args::parse_from(turns).into_config().unwrap().gate.unwrap();
+        assert_eq!(gate.period, Duration::from_millis(100));
+        let uneven = [
+            "loadgen",
+            "--active-half",
+            "first",
+            "--turn",
+            "300ms",
+            "http://127.0.0.1:1/",
+        ];
+        let e = Args::parse_from(uneven)
+            .into_config()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("divide --interval 1s evenly"), "{e}");
+        let open = [
+            "loadgen",
+            "--active-half",
+            "first",
+            "--rate",
+            "10",
+            "http://127.0.0.1:1/",
+        ];
+        assert!(Args::try_parse_from(open).is_err());
     }
 }

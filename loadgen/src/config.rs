@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::gate::Gate;
 use crate::request::Target;
 
 /// How requests are paced.
@@ -54,6 +55,9 @@ pub struct Config {
     /// Wall-clock moment to start the load at (`--start-at`): a barrier that
     /// lets several loadgen processes share interval boundaries.
     pub start_at: Option<std::time::SystemTime>,
+    /// Closed model: send only in one half of every turn period
+    /// (`--active-half`, `--turn`; see [`crate::gate`]).
+    pub gate: Option<Gate>,
 }
 
 impl Config {
@@ -74,6 +78,7 @@ impl Config {
             sched: Sched::Batch,
             spin_before: Duration::ZERO,
             start_at: None,
+            gate: None,
         }
     }
 

@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod gate;
 pub mod histlog;
 pub mod hold;
 pub mod limits;

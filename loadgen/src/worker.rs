@@ -26,6 +26,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::config::{Config, Model, Sched};
+use crate::gate;
 use crate::response::ResponseParser;
 use crate::schedule;
 use crate::stats::{ErrorKind, Stats};
@@ -462,7 +463,14 @@ impl Worker {
             return;
         }
         match self.spec.config.model {
-            Model::Closed { .. } => self.send(i, now),
+            Model::Closed { .. } => match self.gate_opens(now) {
+                None => self.send(i, now),
+                Some(at) => {
+                    let conn = &mut self.conns[i];
+                    conn.phase = Phase::Waiting;
+                    self.timers.push(Reverse((at, i, conn.gen)));
+                }
+            },
             Model::Open { .. } => {
                 let due = self.conns[i].next_due;
                 if due <= now {
@@ -474,6 +482,13 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// With `--active-half`: when this worker's half next opens (`None`:
+    /// open now, or no gate).
+    fn gate_opens(&self, now: Instant) -> Option<Instant> {
+        let g = self.spec.config.gate?;
+        gate::next_open(self.spec.start, g.period, g.half, now)
     }
 
     fn send(&mut self, i: usize, now: Instant) {

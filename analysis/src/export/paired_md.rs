@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::paired_chart_name;
-use crate::paired::report::{Metric, PairedRow, PairedTable};
+use crate::paired::report::{schedule_effect, Metric, PairedRow, PairedTable};
 use crate::paired::stats::RatioCi;
 
 /// Appends every paired table (nothing when there are none).
@@ -14,8 +14,8 @@ pub fn sections(out: &mut String, tables: &[PairedTable]) -> std::fmt::Result {
     }
     writeln!(
         out,
-        "Paired design: each row ran at the same time as the baseline (both stacks up, same pinning, \
-         both loaded at once), in blocks with fresh processes whose slot order (which stack starts \
+        "Paired design: each row ran beside the baseline (both stacks up, same pinning), loaded at \
+         once (duet) or taking turns within every interval (interleave), as each table says, in blocks with fresh processes whose slot order (which stack starts \
          first) alternates AB/BA at random; the number of blocks is fixed before a comparison \
          starts. A pair is one interval measured on both. Ratio = exp(mean over blocks of the \
          block's mean ln(row / baseline)). CI: Student's t over the block means (blocks - 1 \
@@ -25,9 +25,9 @@ pub fn sections(out: &mut String, tables: &[PairedTable]) -> std::fmt::Result {
          when its 2xx/s CI excludes 1. A comparison repeated as several runs (`runs = N`: fresh \
          processes, a new slot order, apart in time) reports Student's t over the runs' log \
          ratios (runs - 1 degrees of freedom), with the within-run intervals beside it. Server CPU per request = the server's CPU time (all \
-         threads; nginx's added when in front) over its 2xx in the interval; with both servers \
-         CPU-bound on one core the scheduler splits the CPU evenly, and CPU per request is then \
-         about the inverse of 2xx/s: it is not a second, independent test. Machine states: \
+         threads; nginx's added when in front) over its 2xx in the interval; with a server \
+         CPU-bound on its core (in a duet the scheduler splits the core evenly), CPU per request \
+         is about the inverse of 2xx/s: it is not a second, independent test. Machine states: \
          windows split by both stacks' total 2xx/s (two-means cut; one state when the groups are \
          < 10% apart), windows next to a switch left out of the per-state figures (pairs as if \
          independent: diagnostic). Absolute 2xx/s belong to this machine on this day; the ratios \
@@ -45,6 +45,9 @@ fn table(out: &mut String, t: &PairedTable) -> std::fmt::Result {
         "## {} (paired against {})\n",
         t.title, t.baseline_label
     )?;
+    if let Some(effect) = schedule_effect(&t.schedule) {
+        writeln!(out, "Schedule {effect}.\n")?;
+    }
     writeln!(
         out,
         "| Configuration | 2xx/s ratio (95% CI over blocks) | CPU per request ratio (95% CI over blocks) | Decides? | Pairs (blocks) | 2xx/s row / baseline | CPU µs/request row / baseline | 2xx/s CI over pairs (diagnostic) |"

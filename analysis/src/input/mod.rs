@@ -39,6 +39,9 @@ pub struct TableSpec {
     /// `"paired"`: the table's rows were measured against the baseline at
     /// the same time (see [`crate::paired`]); absent: sequential.
     pub design: Option<String>,
+    /// Paired tables: how the two stacks were loaded (`"duet"`, the
+    /// default, `"alternate"` or `"interleave"`; see [`crate::paired`]).
+    pub schedule: Option<String>,
     /// `"memory"`: memory rows (see [`crate::memory`]); absent: throughput.
     pub kind: Option<String>,
     #[serde(default)]

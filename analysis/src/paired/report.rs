@@ -136,7 +136,32 @@ pub struct PairedTable {
     pub title: String,
     pub baseline: String,
     pub baseline_label: String,
+    /// How the stacks were loaded: `duet`, `alternate` or `interleave`.
+    pub schedule: String,
     pub rows: Vec<PairedRow>,
+}
+
+/// Which effect a schedule measures, for every printed comparison (`None`:
+/// not a schedule).
+pub fn schedule_effect(schedule: &str) -> Option<&'static str> {
+    Some(match schedule {
+        "duet" => {
+            "duet: both stacks loaded at once, sharing one core. An effect reads smaller than \
+             with the server alone on its core (the duet adds CPU per request to both; see \
+             results/README.md, Coverage)"
+        }
+        "alternate" => {
+            "alternate: one stack loaded, then the other, in each block: the effect with each \
+             server alone on its core, exposed to machine-state changes between the two"
+        }
+        "interleave" => {
+            "interleave: the two loadgens take turns, one half of every interval each: the \
+             effect with each server alone on its core, both seeing the same machine state to \
+             within an interval. 2xx/s counts over whole intervals, so absolute 2xx/s are about \
+             half a server's rate"
+        }
+        _ => return None,
+    })
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
@@ -255,7 +280,16 @@ pub fn build(
     if rows.is_empty() {
         return None;
     }
+    let schedule = spec.schedule.clone().unwrap_or_else(|| "duet".into());
+    if schedule_effect(&schedule).is_none() {
+        problems.push(Problem(format!(
+            "{}: unknown schedule {schedule:?} in table.toml (duet, alternate or interleave)",
+            dir.display()
+        )));
+        return None;
+    }
     Some(PairedTable {
+        schedule,
         name: name.into(),
         title: spec.title.clone().unwrap_or_else(|| name.into()),
         baseline_label: label_of(&baseline),

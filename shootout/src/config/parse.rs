@@ -105,6 +105,7 @@ struct RawPaired {
     blocks: Option<u32>,
     runs: Option<i64>,
     seed: Option<u64>,
+    turn: Option<String>,
     // Gone: refused with the reason (see `paired_settings`).
     budget: Option<toml::Value>,
     target_ci_pct: Option<toml::Value>,
@@ -521,7 +522,7 @@ fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, Sc
                 if let Some((key, at)) = keys.iter().find_map(|(k, a)| a.map(|a| (k, a))) {
                     return Err(err(
                         at,
-                        format!("{key} is not used by design = \"paired\": set block, settle and budget in [paired]"),
+                        format!("{key} is not used by design = \"paired\": set block, settle and blocks in [paired]"),
                     ));
                 }
             }
@@ -562,6 +563,9 @@ fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, Sc
                 ),
             ));
         }
+    }
+    if let Design::Paired(p) = &design {
+        check_interleave(raw, scenarios, p, err)?;
     }
     let design = match raw.kind.as_ref().map(|k| (k.get_ref().as_str(), k.span())) {
         None | Some(("throughput", _)) => {
@@ -611,12 +615,7 @@ fn check_memory_rows(raw: &RawFile, rows: &[Scenario], err: &Err) -> Result<(), 
         }
     }
     for s in rows {
-        let at = raw
-            .scenario
-            .iter()
-            .find(|o| o.name.as_ref().is_some_and(|n| n.get_ref() == &s.name))
-            .and_then(|o| o.name.as_ref())
-            .map_or(0, |n| n.span().start);
+        let at = row_at(raw, &s.name);
         let why = if s.rate.is_some() {
             Some(
                 "rate is not used by memory rows (loadgen --hold makes one request per connection)",
@@ -633,6 +632,50 @@ fn check_memory_rows(raw: &RawFile, rows: &[Scenario], err: &Err) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// The interleaved schedule's rows: every interval a whole number of
+/// turns, and the closed model (each loadgen loads as fast as its server
+/// answers in its turn).
+fn check_interleave(
+    raw: &RawFile,
+    scenarios: &[Scenario],
+    p: &PairedSettings,
+    err: &Err,
+) -> Result<(), ScenarioError> {
+    if p.schedule != Schedule::Interleave {
+        return Ok(());
+    }
+    let turn = p.turn;
+    let uneven = |s: &&Scenario| {
+        turn < Duration::from_millis(2) || !s.interval.as_nanos().is_multiple_of(turn.as_nanos())
+    };
+    if let Some(s) = scenarios.iter().find(uneven) {
+        return Err(err(
+            row_at(raw, &s.name),
+            format!(
+                "scenario {:?}: its interval {} is not a whole number of turns of {} (turn is at least 2ms)",
+                s.name,
+                humantime::format_duration(s.interval),
+                humantime::format_duration(turn)
+            ),
+        ));
+    }
+    if let Some(s) = scenarios.iter().find(|s| s.rate.is_some()) {
+        return Err(err(
+            row_at(raw, &s.name),
+            format!("scenario {:?}: rate is not used by schedule = \"interleave\" (each loadgen loads as fast as its server answers, in its half of every turn)", s.name),
+        ));
+    }
+    Ok(())
+}
+
+/// Where row `name` is named in the file (0 when it is not).
+fn row_at(raw: &RawFile, name: &str) -> usize {
+    raw.scenario
+        .iter()
+        .find_map(|o| o.name.as_ref().filter(|n| n.get_ref() == name))
+        .map_or(0, |n| n.span().start)
 }
 
 /// A duration key of a design table (`[memory]`, `[paired]`): `fallback`
@@ -708,6 +751,13 @@ fn paired_settings(
             .ok_or_else(|| err(at, format!("[paired] runs must be at least 1, not {n}")))?;
     }
     p.seed = r.seed.unwrap_or(p.seed);
+    p.turn = dur(&r.turn, "turn", p.turn, false)?;
+    if r.turn.is_some() && p.schedule != Schedule::Interleave {
+        return Err(err(
+            at,
+            "[paired] turn is for schedule = \"interleave\"".into(),
+        ));
+    }
     Ok(p)
 }
 
@@ -875,6 +925,7 @@ mod tests {
             ("kind = \"memory\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nduration = \"5s\"\n", "t.toml:5: duration is not used by memory rows"),
             ("kind = \"memory\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nproxy = \"nginx\"\n", "t.toml:3: scenario \"a\": memory rows measure the server's own connections"),
             ("kind = \"memory\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrate = 5.0\n", "t.toml:3: scenario \"a\": rate is not used by memory rows"),
+            ("design = \"paired\"\nbaseline = \"a\"\n[paired]\nschedule = \"interleave\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrate = 5.0\n", "t.toml:6: scenario \"a\": rate is not used by schedule = \"interleave\""),
             ("kind = \"memory\"\n[memory]\nhold = \"1s\"\nsettle = \"2s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: [memory] settle must be shorter than hold"),
             ("[memory]\nhold = \"1s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: [memory] needs kind = \"memory\""),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nlibc = \"bionic\"\n", "t.toml:4: unknown variant `bionic`"),

@@ -105,6 +105,11 @@ pub enum Schedule {
     Duet,
     /// One after the other within the block, each for settle + block.
     Alternate,
+    /// Both stacks up, their loadgens taking turns (slot 1's in the first
+    /// half of every `turn`, slot 2's in the second; loadgen
+    /// `--active-half`): each server has its core to itself while it is
+    /// measured, and both see the same machine state to within a turn.
+    Interleave,
 }
 
 /// Settings of the paired design (see the crate README).
@@ -126,6 +131,9 @@ pub struct PairedSettings {
     pub runs: u32,
     /// Seed of the slot orders (recorded, so a run can be repeated).
     pub seed: u64,
+    /// The interleaved schedule's turn period: each stack is loaded alone
+    /// for half of it (every row's interval is a whole number of turns).
+    pub turn: Duration,
 }
 
 impl PairedSettings {
@@ -143,6 +151,7 @@ impl Default for PairedSettings {
             blocks: 8,
             runs: 1,
             seed: 1,
+            turn: Duration::from_millis(200),
         }
     }
 }

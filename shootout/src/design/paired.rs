@@ -335,9 +335,10 @@ fn run_block(
     for s in sides.iter_mut() {
         s.start(ctx, tmp, &mut facts[s.role.index()])?;
     }
-    // Duet: both loadgens at one barrier. Alternate: slot 1's, then slot 2's.
+    // Duet: both loadgens at one barrier. Interleave: the same, each in its
+    // half of every interval. Alternate: slot 1's, then slot 2's.
     let samples = match ctx.settings.schedule {
-        Schedule::Duet => load_and_sample(ctx, &mut sides, &[0, 1], tmp)?,
+        Schedule::Duet | Schedule::Interleave => load_and_sample(ctx, &mut sides, &[0, 1], tmp)?,
         Schedule::Alternate => {
             let first = load_and_sample(ctx, &mut sides, &[0], tmp)?;
             let second = load_and_sample(ctx, &mut sides, &[1], tmp)?;
@@ -405,11 +406,14 @@ fn load_and_sample(
         warmup: ctx.settings.settle,
         duration: ctx.settings.block,
         start_at: Some(start_at),
+        turn: None,
     };
     for (&i, bin) in active.iter().zip(&bins) {
         let s = &mut sides[i];
         let target = s.stack.as_ref().expect("started").target;
-        let argv = load::argv(bin, s.scenario, target, timing);
+        let turn = (ctx.settings.schedule == Schedule::Interleave)
+            .then_some((["first", "second"][i], ctx.settings.turn));
+        let argv = load::argv(bin, s.scenario, target, Timing { turn, ..timing });
         s.loadgen = Some(load::spawn(s.place.client(), argv, &s.log)?);
     }
     let interval = sides[0].scenario.interval;

@@ -142,6 +142,7 @@ fn start_loadgens<'p>(
             warmup: s.warmup,
             duration: s.duration,
             start_at,
+            turn: None,
         };
         let mut argv = load::argv(bin, &share, target, timing);
         let log = if n > 1 {

@@ -21,6 +21,9 @@ pub struct Timing {
     /// A common start (`--start-at`) for loadgens that must share interval
     /// boundaries.
     pub start_at: Option<SystemTime>,
+    /// loadgen `--active-half` (`"first"`, `"second"`) and `--turn`: load
+    /// only in that half of every turn (the interleaved paired schedule).
+    pub turn: Option<(&'static str, Duration)>,
 }
 
 /// Builds loadgen's argv for scenario `s` against `target`.
@@ -44,6 +47,10 @@ pub fn argv(loadgen: &str, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<S
     if let Some(at) = t.start_at {
         let ms = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
         argv.extend(["--start-at".into(), ms.to_string()]);
+    }
+    if let Some((half, period)) = t.turn {
+        let period = humantime::format_duration(period).to_string();
+        argv.extend(["--active-half".into(), half.into(), "--turn".into(), period]);
     }
     if let Some(rate) = s.rate {
         argv.extend(["--rate".into(), rate.to_string()]);

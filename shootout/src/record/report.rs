@@ -65,8 +65,10 @@ pub(crate) fn write_table_toml(
     let mut t = toml::map::Map::new();
     t.insert("title".into(), file.title.clone().into());
     match design {
-        Design::Paired(_) => {
+        Design::Paired(p) => {
             t.insert("design".into(), "paired".into());
+            let schedule = format!("{:?}", p.schedule).to_lowercase();
+            t.insert("schedule".into(), schedule.into());
         }
         Design::Memory(_) => {
             t.insert("kind".into(), "memory".into());
