@@ -1,35 +1,50 @@
-//! Coverage: how often the paired design's intervals hold the true value,
-//! from two committed runs of `scenarios/coverage.toml` (the duet, every
-//! comparison repeated as runs) and `scenarios/coverage-alone.toml` (the
-//! same controls with each server alone on its core). Written as
-//! `coverage.json` by `shootout coverage`; the regression test recomputes it.
+//! Coverage: how often the paired design's run intervals hold the true
+//! value, from a committed run whose comparisons were repeated as runs
+//! (`scenarios/coverage*.toml`). Written as `coverage.json` by `shootout
+//! coverage`; the regression test recomputes it.
 //!
 //! - An A/A run (a row named `aa…`) covers when its interval over blocks
 //!   holds 1.
 //! - A control run (a row named `control…`) covers when its interval holds
-//!   the control's alone-on-the-core effect (the alone run's ratio, over its
-//!   runs when it has several): the effect the control has on a server
-//!   that has its core to itself. The alone figure's own uncertainty is not
-//!   added, so a control interval has to hold that point.
-//! - Amplification = ln(duet ratio) / ln(alone ratio), both over runs, with
-//!   a 95 % interval by the delta method (normal approximation; each
+//!   the control's effect with the server alone on its core:
+//!   - a run whose schedule measures that effect itself (`interleave`,
+//!     `alternate`): the mean of the *other* runs' log ratios (leave one
+//!     out, so a run is never judged against itself; with 20+ runs the
+//!     reference's own error is small beside a run's interval);
+//!   - a duet run: the alone run's ratio (over its runs), which must then be
+//!     given. The reference's own uncertainty is not added, so a control
+//!     interval has to hold that point.
+//! - With an alone run given, each control's measured effect (over runs) is
+//!   set against it: amplification = ln(measured ratio) / ln(alone ratio),
+//!   with a 95 % interval by the delta method (normal approximation; each
 //!   standard error recovered from its t interval and degrees of freedom).
+//!   An unbiased alone schedule reads about 1; the duet reads less.
+//! - The same counts for server CPU per request (`cpu`): in a duet it is the
+//!   inverse of 2xx/s (the core splits evenly), in the interleaved schedule
+//!   a measurement of its own.
 
 use std::path::Path;
 
 use anyhow::{bail, Context};
 use serde::Serialize;
 
-use crate::paired::report::PairedRow;
+use crate::paired::report::{Metric, PairedRow, PairedTable, RunFigures};
 use crate::paired::stats::RatioCi;
 use crate::stats::t_quantile;
 use crate::Options;
 
 /// Runs and how many of their intervals held the true value.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Count {
     pub runs: usize,
     pub covered: usize,
+}
+
+impl Count {
+    fn add(&mut self, other: Count) {
+        self.runs += other.runs;
+        self.covered += other.covered;
+    }
 }
 
 /// One control size.
@@ -39,14 +54,21 @@ pub struct Size {
     pub label: String,
     pub runs: usize,
     pub covered: usize,
-    /// The duet's effect on 2xx/s over its runs, percent, with its 95 % CI.
-    pub duet_pct: f64,
-    pub duet_ci95_pct: [f64; 2],
-    /// The same control with the server alone on its core.
-    pub alone_pct: f64,
-    pub alone_ci95_pct: [f64; 2],
-    pub amplification: f64,
-    pub amplification_ci95: [f64; 2],
+    /// The effect on 2xx/s over the runs, percent, with its 95 % CI.
+    pub measured_pct: f64,
+    pub measured_ci95_pct: [f64; 2],
+    /// The same control in the alone run, when one was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alone_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alone_ci95_pct: Option<[f64; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amplification: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amplification_ci95: Option<[f64; 2]>,
+    /// Server CPU per request: runs whose interval held its reference.
+    pub cpu: Count,
+    pub cpu_measured_pct: Option<f64>,
 }
 
 /// `coverage.json`.
@@ -55,16 +77,29 @@ pub struct Coverage {
     pub aa: Count,
     pub control: Count,
     pub method: String,
+    /// How the run loaded its stacks (`duet`, `interleave`, `alternate`).
+    pub schedule: String,
     pub sizes: Vec<Size>,
-    /// The two run directories it was computed from (their names).
-    pub duet_run: String,
-    pub alone_run: String,
+    /// The same counts for server CPU per request.
+    pub cpu: CpuCoverage,
+    /// The run directory it was computed from, and the alone run it was
+    /// checked against (their names).
+    pub run: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alone_run: Option<String>,
+}
+
+/// Coverage of the CPU-per-request intervals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CpuCoverage {
+    pub aa: Count,
+    pub control: Count,
 }
 
 /// The method, as `coverage.json` states it.
-pub const METHOD: &str = "95 % intervals: Student's t over each run's block means (blocks - 1 df). A/A covers when its interval holds 1; a control covers when its interval holds the control's effect with the server alone on its core (alternate schedule, over its runs). Amplification: ln(duet ratio) / ln(alone ratio), delta-method 95 % interval.";
+pub const METHOD: &str = "95 % intervals: Student's t over each run's block means (blocks - 1 df). A/A covers when its interval holds 1. A control covers when its interval holds the control's effect with the server alone on its core: for an interleaved or alternate run, the mean log ratio of its other runs (leave one out); for a duet run, the alone run's ratio. Amplification: ln(measured ratio over runs) / ln(alone run's ratio), delta-method 95 % interval.";
 
-fn only_paired_rows(dir: &Path) -> anyhow::Result<Vec<PairedRow>> {
+fn only_paired_table(dir: &Path) -> anyhow::Result<PairedTable> {
     let (report, problems) = crate::analyse(dir, &Options::default());
     if let Some(p) = problems.first() {
         bail!("{}: {}", dir.display(), p.0);
@@ -73,7 +108,7 @@ fn only_paired_rows(dir: &Path) -> anyhow::Result<Vec<PairedRow>> {
     let [table] = report.paired.as_slice() else {
         bail!("{}: expected one paired table", dir.display());
     };
-    Ok(table.rows.clone())
+    Ok(table.clone())
 }
 
 /// A row's reported interval and its degrees of freedom: over runs when it
@@ -95,55 +130,107 @@ fn pct(x: f64) -> f64 {
     (x - 1.0) * 100.0
 }
 
-/// Coverage of the duet run `duet` against the alone run `alone`.
-pub fn coverage(duet: &Path, alone: &Path) -> anyhow::Result<Coverage> {
-    let duet_rows = only_paired_rows(duet)?;
-    let alone_rows = only_paired_rows(alone)?;
-    let mut aa = Count {
-        runs: 0,
-        covered: 0,
+/// Runs of one metric whose interval holds `truth(i)` (run `i`'s reference).
+fn count(cis: &[RatioCi], truth: impl Fn(usize) -> f64) -> Count {
+    Count {
+        runs: cis.len(),
+        covered: (0..cis.len())
+            .filter(|&i| cis[i].lo <= truth(i) && truth(i) <= cis[i].hi)
+            .count(),
+    }
+}
+
+/// The reference of run `i` by leave one out: exp(mean of the other runs'
+/// log ratios).
+fn leave_one_out(cis: &[RatioCi], i: usize) -> f64 {
+    let others: Vec<f64> = (0..cis.len())
+        .filter(|&j| j != i)
+        .map(|j| cis[j].ratio.ln())
+        .collect();
+    (others.iter().sum::<f64>() / others.len().max(1) as f64).exp()
+}
+
+/// Each run's interval of one metric.
+fn run_cis(runs: &[RunFigures], metric: impl Fn(&RunFigures) -> Option<Metric>) -> Vec<RatioCi> {
+    runs.iter()
+        .filter_map(|r| metric(r).map(|m| m.ci))
+        .collect()
+}
+
+/// Coverage of the repeated comparisons in `run`, checked against the
+/// alone run `alone` when given (required for a duet run).
+pub fn coverage(run: &Path, alone: Option<&Path>) -> anyhow::Result<Coverage> {
+    let table = only_paired_table(run)?;
+    let self_alone = matches!(table.schedule.as_str(), "interleave" | "alternate");
+    let alone_rows = match alone {
+        Some(a) => Some(only_paired_table(a)?.rows),
+        None if self_alone => None,
+        None => bail!(
+            "{}: a {} run needs an alone run to judge its controls against",
+            run.display(),
+            table.schedule
+        ),
     };
-    let mut control = Count {
-        runs: 0,
-        covered: 0,
-    };
+    let (mut aa, mut control, mut cpu) =
+        (Count::default(), Count::default(), CpuCoverage::default());
     let mut sizes = Vec::new();
-    for r in &duet_rows {
-        let cis: Vec<RatioCi> = r.runs.iter().filter_map(|x| x.rps.map(|m| m.ci)).collect();
+    for r in &table.rows {
+        let rps = run_cis(&r.runs, |x| x.rps);
+        let cpus = run_cis(&r.runs, |x| x.cpu);
         if r.name.starts_with("aa") {
-            aa.runs += cis.len();
-            aa.covered += cis.iter().filter(|c| c.contains_one()).count();
-        } else if r.name.starts_with("control") {
-            let a = alone_rows
-                .iter()
-                .find(|a| a.name == r.name)
-                .with_context(|| format!("{}: no row {}", alone.display(), r.name))?;
-            let (a_ci, a_df) = reported(a).with_context(|| format!("{}: no figure", a.name))?;
-            let (d_ci, d_df) = reported(r).with_context(|| format!("{}: no figure", r.name))?;
-            let truth = a_ci.ratio;
-            let covered = cis
-                .iter()
-                .filter(|c| c.lo <= truth && truth <= c.hi)
-                .count();
-            control.runs += cis.len();
-            control.covered += covered;
-            let (d, d_se) = log_and_se((d_ci, d_df));
-            let (al, a_se) = log_and_se((a_ci, a_df));
-            let amp = d / al;
-            let amp_se = amp.abs() * ((d_se / d).powi(2) + (a_se / al).powi(2)).sqrt();
-            sizes.push(Size {
-                row: r.name.clone(),
-                label: r.label.clone(),
-                runs: cis.len(),
-                covered,
-                duet_pct: pct(d_ci.ratio),
-                duet_ci95_pct: [pct(d_ci.lo), pct(d_ci.hi)],
-                alone_pct: pct(a_ci.ratio),
-                alone_ci95_pct: [pct(a_ci.lo), pct(a_ci.hi)],
-                amplification: amp,
-                amplification_ci95: [amp - 1.96 * amp_se, amp + 1.96 * amp_se],
-            });
+            aa.add(count(&rps, |_| 1.0));
+            cpu.aa.add(count(&cpus, |_| 1.0));
+            continue;
         }
+        if !r.name.starts_with("control") {
+            continue;
+        }
+        let alone_row = match &alone_rows {
+            Some(rows) => Some(
+                rows.iter()
+                    .find(|a| a.name == r.name)
+                    .with_context(|| format!("{}: no row {}", alone.unwrap().display(), r.name))?,
+            ),
+            None => None,
+        };
+        let alone_ci = match alone_row {
+            Some(a) => Some(reported(a).with_context(|| format!("{}: no figure", a.name))?),
+            None => None,
+        };
+        let (rps_count, cpu_count) = match (self_alone, alone_ci, alone_row) {
+            (false, Some((a, _)), Some(a_row)) => {
+                let a_cpu = a_row.cpu.map_or(f64::NAN, |m| m.ratio);
+                (count(&rps, |_| a.ratio), count(&cpus, |_| a_cpu))
+            }
+            _ => (
+                count(&rps, |i| leave_one_out(&rps, i)),
+                count(&cpus, |i| leave_one_out(&cpus, i)),
+            ),
+        };
+        control.add(rps_count);
+        cpu.control.add(cpu_count);
+        let (m_ci, m_df) = reported(r).with_context(|| format!("{}: no figure", r.name))?;
+        let amp = alone_ci.map(|a| {
+            let (m, m_se) = log_and_se((m_ci, m_df));
+            let (al, a_se) = log_and_se(a);
+            let amp = m / al;
+            let se = amp.abs() * ((m_se / m).powi(2) + (a_se / al).powi(2)).sqrt();
+            (amp, [amp - 1.96 * se, amp + 1.96 * se])
+        });
+        sizes.push(Size {
+            row: r.name.clone(),
+            label: r.label.clone(),
+            runs: rps_count.runs,
+            covered: rps_count.covered,
+            measured_pct: pct(m_ci.ratio),
+            measured_ci95_pct: [pct(m_ci.lo), pct(m_ci.hi)],
+            alone_pct: alone_ci.map(|(a, _)| pct(a.ratio)),
+            alone_ci95_pct: alone_ci.map(|(a, _)| [pct(a.lo), pct(a.hi)]),
+            amplification: amp.map(|a| a.0),
+            amplification_ci95: amp.map(|a| a.1),
+            cpu: cpu_count,
+            cpu_measured_pct: r.cpu.map(|m| pct(m.ratio)),
+        });
     }
     let name = |p: &Path| {
         p.file_name()
@@ -153,9 +240,11 @@ pub fn coverage(duet: &Path, alone: &Path) -> anyhow::Result<Coverage> {
         aa,
         control,
         method: METHOD.into(),
+        schedule: table.schedule.clone(),
         sizes,
-        duet_run: name(duet),
-        alone_run: name(alone),
+        cpu,
+        run: name(run),
+        alone_run: alone.map(name),
     })
 }
 

@@ -274,3 +274,54 @@ fn a_get_cut_off_by_a_close_goes_again_once_a_post_does_not() {
     assert!(s.errors.closed >= 4, "{s:?}");
     assert_eq!(s.server_closed_idle, 0, "{s:?}");
 }
+
+#[test]
+fn active_half_sends_only_in_its_part_of_every_turn() {
+    use loadgen::gate::{part, Half};
+    let server = TestServer::start(Behaviour::Ok);
+    let url = server.url();
+    let mut cfg = config(&[
+        "-c",
+        "4",
+        "-d",
+        "1200ms",
+        "--interval",
+        "200ms",
+        "--active-half",
+        "second",
+        "--turn",
+        "40ms",
+        &url,
+    ]);
+    // A barrier a little ahead, so the grid's start is known here too.
+    let ahead = Duration::from_millis(300);
+    cfg.start_at = Some(std::time::SystemTime::now() + ahead);
+    let start = Instant::now() + ahead;
+    let mut sink = Collect::default();
+    let summary = loadgen::run(cfg, &mut sink, Arc::new(AtomicBool::new(false))).unwrap();
+    assert!(summary.ok > 100, "{}", summary.ok);
+    let arrivals = server.arrivals.lock().unwrap().clone();
+    let (mut inside, mut outside, mut parts) = (0, 0, [0u32; 2]);
+    for t in arrivals.iter().filter(|t| **t >= start) {
+        let ns = (*t - start).as_nanos();
+        let (k, off) = (ns / 40_000_000, ns % 40_000_000);
+        let here = u8::from(off >= 20_000_000);
+        // A request sent just before its part ends arrives just after it
+        // (and a busy test machine may be late to read it).
+        let edge = off % 20_000_000 < 5_000_000;
+        if here == part(Half::Second, k) {
+            inside += 1;
+            parts[usize::from(here)] += 1;
+        } else if !edge {
+            outside += 1;
+        }
+    }
+    assert!(inside > 100, "{inside}");
+    // Without the gate about half would be outside; allow a few late reads.
+    assert!(
+        outside * 20 <= inside,
+        "{outside} reads outside the loadgen's parts, {inside} inside"
+    );
+    // The part is drawn per turn: both halves of a turn were used.
+    assert!(parts[0] > 0 && parts[1] > 0, "{parts:?}");
+}

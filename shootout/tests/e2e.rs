@@ -575,18 +575,44 @@ fn calibrate_control_adds_cpu_per_request() {
         assert!(cal["aa"][key].is_f64(), "{cal}");
         assert!(cal["aa"]["cpu"][key].is_f64(), "{cal}");
     }
-    assert!(cal["pairs"].as_u64().unwrap() >= 4 && cal["seconds"].as_f64().unwrap() > 0.0);
-    assert_eq!(cal["control"]["cpu"]["expected_pct"], 50.0);
-    assert!(cal["control"]["spin_ns"].as_u64().unwrap() > 0);
-    // The spin makes each request cost more CPU and the server answer fewer.
-    assert!(
-        cal["control"]["cpu"]["measured_pct"].as_f64().unwrap() > 10.0,
-        "{cal}"
+    assert!(cal["pairs"].as_u64().unwrap() >= 12 && cal["seconds"].as_f64().unwrap() > 0.0);
+    let controls = cal["controls"].as_array().unwrap();
+    assert_eq!(controls.len(), 1, "{cal}");
+    let c = &controls[0];
+    assert_eq!(c["set_pct"], 50.0);
+    assert!(c["spin_ns"].as_u64().unwrap() > 0);
+    for key in [
+        "alone_pct",
+        "measured_pct",
+        "reported_pct",
+        "alone_cpu_pct",
+        "amplification",
+    ] {
+        assert!(c[key].is_f64(), "{key}: {cal}");
+    }
+    for key in [
+        "alone_ci95_pct",
+        "measured_ci95_pct",
+        "ci95_pct",
+        "amplification_ci95",
+    ] {
+        assert_eq!(c[key].as_array().map(Vec::len), Some(2), "{key}: {cal}");
+    }
+    assert!(cal["amplification"]["value"].is_f64(), "{cal}");
+    assert_eq!(
+        cal["amplification"]["ci95_pct"].as_array().map(Vec::len),
+        Some(2)
     );
-    assert!(
-        cal["control"]["measured_pct"].as_f64().unwrap() < 0.0,
-        "{cal}"
-    );
+    // The spin makes each request cost more CPU and the server answer
+    // fewer, alone on the core and in the duet.
+    assert!(c["alone_cpu_pct"].as_f64().unwrap() > 10.0, "{cal}");
+    assert!(c["alone_pct"].as_f64().unwrap() < 0.0, "{cal}");
+    assert!(c["measured_pct"].as_f64().unwrap() < 0.0, "{cal}");
+    // Both schedules leave their table.
+    let dir = run_dir(out.path());
+    for table in ["calibration", "calibration-duet"] {
+        assert!(dir.join(table).join("table.toml").is_file(), "{table}");
+    }
     assert!(leftovers(out.path()).is_empty());
 }
 
@@ -707,6 +733,27 @@ fn repeated_comparison_runs_in_rounds_and_reports_over_runs() {
     let row = &summary["paired"][0]["rows"][0];
     assert_eq!(row["runs"].as_array().unwrap().len(), 2, "{row}");
     assert!(row["across_runs"]["lo"].as_f64().unwrap() > 0.0, "{row}");
+    assert!(leftovers(out.path()).is_empty());
+}
+
+#[test]
+fn interleaved_comparison_takes_turns_and_says_which_effect_it_measures() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
+    let args = ["run", "shootout/tests/fixtures/paired-interleave.toml"];
+    let stdout = run_ok(&args, out.path());
+    assert!(stdout.contains("aa vs base: 2xx/s "), "{stdout}");
+    let m = meta(out.path());
+    let settings = m["paired"][0]["settings"].as_str().unwrap();
+    assert!(
+        settings.starts_with("interleave (100ms turns), "),
+        "{settings}"
+    );
+    let dir = run_dir(out.path());
+    let table = std::fs::read_to_string(dir.join("paired").join("table.toml")).unwrap();
+    assert!(table.contains("schedule = \"interleave\""), "{table}");
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(readme.contains("Schedule interleave: "), "{readme}");
     assert!(leftovers(out.path()).is_empty());
 }
 

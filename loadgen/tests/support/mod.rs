@@ -7,8 +7,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// How the server answers each request.
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +42,8 @@ pub struct TestServer {
     pub answered: Arc<AtomicU64>,
     /// Largest number of requests found in one read (pipelining seen).
     pub max_batch: Arc<AtomicU64>,
+    /// When each read that completed requests arrived.
+    pub arrivals: Arc<Mutex<Vec<Instant>>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -52,21 +54,28 @@ impl TestServer {
         let answered = Arc::new(AtomicU64::new(0));
         let max_batch = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
-        let (a, m, s) = (answered.clone(), max_batch.clone(), stop.clone());
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let (a, m, s, t) = (
+            answered.clone(),
+            max_batch.clone(),
+            stop.clone(),
+            arrivals.clone(),
+        );
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if s.load(Ordering::Relaxed) {
                     return;
                 }
                 let Ok(stream) = stream else { continue };
-                let (a, m, s) = (a.clone(), m.clone(), s.clone());
-                std::thread::spawn(move || serve(stream, behaviour, &a, &m, &s));
+                let (a, m, s, t) = (a.clone(), m.clone(), s.clone(), t.clone());
+                std::thread::spawn(move || serve(stream, behaviour, &a, &m, &s, &t));
             }
         });
         TestServer {
             addr,
             answered,
             max_batch,
+            arrivals,
             stop,
         }
     }
@@ -93,6 +102,7 @@ fn serve(
     answered: &AtomicU64,
     max_batch: &AtomicU64,
     stop: &AtomicBool,
+    arrivals: &Mutex<Vec<Instant>>,
 ) {
     let _ = stream.set_nodelay(true);
     let idle_limit = match behaviour {
@@ -182,6 +192,9 @@ fn serve(
             }
         }
         max_batch.fetch_max(batch, Ordering::SeqCst);
+        if batch > 0 {
+            arrivals.lock().unwrap().push(last_activity);
+        }
         if !out.is_empty() {
             if stream.write_all(&out).is_err() {
                 return;

@@ -1,4 +1,5 @@
-//! `shootout calibrate`: the paired design's resolution on this machine.
+//! `shootout calibrate`: the paired design's resolution on this machine, and
+//! how the duet reads an effect against the server alone on its core.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,8 +12,8 @@ use crate::design::calibrate::{self, CalibrateOptions};
 
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
-    /// Measuring time for both comparisons together, in minutes.
-    #[arg(long, default_value_t = 8.0)]
+    /// Measuring time for every comparison together, in minutes.
+    #[arg(long, default_value_t = 12.0)]
     minutes: f64,
     /// Where the run directory goes.
     #[arg(long, default_value = "results", value_name = "DIR")]
@@ -20,11 +21,12 @@ pub(super) struct Args {
     /// Server to calibrate with.
     #[arg(long, value_enum, default_value_t = ServerArg::Actix)]
     server: ServerArg,
-    /// The control's added CPU per request, in percent of the measured cost.
-    #[arg(long, default_value_t = 2.0, value_name = "PERCENT")]
-    spin_pct: f64,
+    /// The controls' added CPU per request, in percent of the measured
+    /// cost: one control per size, each measured interleaved and in the duet.
+    #[arg(long, value_delimiter = ',', default_values_t = [1.0, 4.0], value_name = "PERCENT")]
+    spin_pct: Vec<f64>,
     /// Measured length of one block.
-    #[arg(long, default_value = "10s", value_parser = duration)]
+    #[arg(long, default_value = "5s", value_parser = duration)]
     block: Duration,
     /// Load before each block's measured part (left out).
     #[arg(long, default_value = "2s", value_parser = duration)]
@@ -49,7 +51,7 @@ pub(super) fn run(a: Args) -> ExitCode {
             ServerArg::Ntex => Server::Ntex,
         },
         minutes: a.minutes,
-        spin_pct: a.spin_pct,
+        sizes: a.spin_pct,
         block: a.block,
         settle: a.settle,
         connections: a.connections,

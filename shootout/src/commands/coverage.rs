@@ -1,6 +1,7 @@
-//! `shootout coverage DUET ALONE`: how often the paired design's intervals
-//! held the true value, from a run of `scenarios/coverage.toml` and one of
-//! `scenarios/coverage-alone.toml`; writes `DUET/coverage.json`.
+//! `shootout coverage RUN [ALONE]`: how often the paired design's run
+//! intervals held the true value, from a run of one of
+//! `scenarios/coverage*.toml`, checked against an alone run (each server
+//! alone on its core; required for a duet run); writes `RUN/coverage.json`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,16 +11,18 @@ use super::report_error;
 
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
-    /// A run directory of scenarios/coverage.toml (the duet, runs = N).
-    duet: PathBuf,
-    /// A run directory of scenarios/coverage-alone.toml (each server alone on its core).
-    alone: PathBuf,
+    /// A run directory whose comparisons ran as several runs (runs = N).
+    run: PathBuf,
+    /// A run directory of the same controls with each server alone on its
+    /// core (scenarios/coverage-alone.toml): the reference of a duet run,
+    /// a cross-check of an interleaved one.
+    alone: Option<PathBuf>,
 }
 
 pub(super) fn run(a: Args) -> ExitCode {
-    let written = analysis::coverage::coverage(&a.duet, &a.alone).and_then(|c| {
-        let path = a.duet.join("coverage.json");
-        let tmp = a.duet.join(".coverage.json.tmp");
+    let written = analysis::coverage::coverage(&a.run, a.alone.as_deref()).and_then(|c| {
+        let path = a.run.join("coverage.json");
+        let tmp = a.run.join(".coverage.json.tmp");
         std::fs::write(&tmp, analysis::coverage::to_json(&c)?)?;
         std::fs::rename(&tmp, &path)?;
         Ok(c)
@@ -35,25 +38,34 @@ pub(super) fn run(a: Args) -> ExitCode {
     let share = |k: usize, n: usize| 100.0 * k as f64 / n.max(1) as f64;
     let _ = writeln!(
         out,
-        "A/A: {} of {} run intervals hold 1 ({:.0} %, nominal 95 %)",
+        "{} schedule. A/A: {} of {} run intervals hold 1 ({:.0} %, nominal 95 %); CPU per request {} of {}",
+        c.schedule,
         c.aa.covered,
         c.aa.runs,
-        share(c.aa.covered, c.aa.runs)
+        share(c.aa.covered, c.aa.runs),
+        c.cpu.aa.covered,
+        c.cpu.aa.runs
     );
     for s in &c.sizes {
-        let _ = writeln!(
-            out,
-            "{}: {} of {} run intervals hold the alone effect {:+.2} %; duet {:+.2} %, amplification {:.2} ({:.2}-{:.2})",
+        let mut line = format!(
+            "{}: {} of {} run intervals hold the alone effect; measured {:+.2} % ({:+.2} to {:+.2}) over runs",
             s.row,
             s.covered,
             s.runs,
-            s.alone_pct,
-            s.duet_pct,
-            s.amplification,
-            s.amplification_ci95[0],
-            s.amplification_ci95[1]
+            s.measured_pct,
+            s.measured_ci95_pct[0],
+            s.measured_ci95_pct[1]
         );
+        if let (Some(al), Some(amp), Some(ci)) =
+            (s.alone_pct, s.amplification, s.amplification_ci95)
+        {
+            line += &format!(
+                "; alone run {al:+.2} %, measured / alone {amp:.2} ({:.2}-{:.2})",
+                ci[0], ci[1]
+            );
+        }
+        let _ = writeln!(out, "{line}");
     }
-    let _ = writeln!(out, "written: {}", a.duet.join("coverage.json").display());
+    let _ = writeln!(out, "written: {}", a.run.join("coverage.json").display());
     ExitCode::SUCCESS
 }

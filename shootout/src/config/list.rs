@@ -15,9 +15,9 @@ impl ScenarioFile {
         if let Design::Paired(p) = &self.design {
             writeln!(
                 out,
-                "  paired against {:?}: {:?} schedule, {} run(s) of {} blocks of {} after {} settle per comparison",
+                "  paired against {:?}: {} schedule, {} run(s) of {} blocks of {} after {} settle per comparison",
                 self.baseline.as_deref().unwrap_or(""),
-                p.schedule,
+                p.schedule_text(),
                 p.runs,
                 p.blocks,
                 humantime::format_duration(p.block),

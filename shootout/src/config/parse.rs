@@ -661,6 +661,12 @@ fn check_interleave(
             ),
         ));
     }
+    if let Some(s) = scenarios.iter().find(|s| s.hosts.is_some()) {
+        return Err(err(
+            row_at(raw, &s.name),
+            format!("scenario {:?} is on remote hosts: the interleaved schedule needs both loadgens on one clock (a host's may be off by up to [ssh] clock_limit, a quarter of a turn); use schedule = \"duet\"", s.name),
+        ));
+    }
     if let Some(s) = scenarios.iter().find(|s| s.rate.is_some()) {
         return Err(err(
             row_at(raw, &s.name),
@@ -814,7 +820,8 @@ mod tests {
         assert_eq!(p.block, Duration::from_secs(5));
         assert_eq!(p.blocks, 6);
         assert_eq!(p.settle, PairedSettings::default().settle);
-        assert_eq!(p.schedule, Schedule::Duet);
+        assert_eq!(p.schedule, Schedule::Interleave);
+        assert_eq!(p.turn, Duration::from_millis(200));
         let alt = parse_str(
             "design = \"paired\"\nbaseline = \"a\"\n[paired]\nschedule = \"alternate\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n",
         )

@@ -101,14 +101,16 @@ pub enum Design {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Schedule {
-    /// Both at once (the default; see `paired.rs` for why).
+    /// Both at once, sharing the core (see `paired.rs`): the narrowest
+    /// intervals, but effects read smaller than alone.
     Duet,
     /// One after the other within the block, each for settle + block.
     Alternate,
     /// Both stacks up, their loadgens taking turns (slot 1's in the first
     /// half of every `turn`, slot 2's in the second; loadgen
     /// `--active-half`): each server has its core to itself while it is
-    /// measured, and both see the same machine state to within a turn.
+    /// measured, and both see the same machine state to within a turn. The
+    /// default.
     Interleave,
 }
 
@@ -140,12 +142,36 @@ impl PairedSettings {
     /// Fewest blocks a comparison may plan: with 4, the block-level t
     /// interval has 3 degrees of freedom (t = 3.18).
     pub const MIN_BLOCKS: u32 = 4;
+
+    /// Which effect a comparison on this schedule measures, for every line
+    /// that prints one.
+    pub fn effect(&self) -> &'static str {
+        match self.schedule {
+            Schedule::Duet => {
+                "duet: the servers share a core, which reads effects smaller than alone"
+            }
+            Schedule::Alternate | Schedule::Interleave => "each server alone on its core",
+        }
+    }
+
+    /// The schedule as the records and listings name it: `duet`,
+    /// `alternate`, `interleave (200ms turns)`.
+    pub fn schedule_text(&self) -> String {
+        match self.schedule {
+            Schedule::Duet => "duet".into(),
+            Schedule::Alternate => "alternate".into(),
+            Schedule::Interleave => format!(
+                "interleave ({} turns)",
+                humantime::format_duration(self.turn)
+            ),
+        }
+    }
 }
 
 impl Default for PairedSettings {
     fn default() -> Self {
         PairedSettings {
-            schedule: Schedule::Duet,
+            schedule: Schedule::Interleave,
             block: Duration::from_secs(10),
             settle: Duration::from_secs(2),
             blocks: 8,

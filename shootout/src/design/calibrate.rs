@@ -1,9 +1,16 @@
-//! `shootout calibrate`: what difference can this machine resolve today?
+//! `shootout calibrate`: what difference can this machine resolve today,
+//! and how does the duet read an effect against the server alone on its core?
 //!
-//! Measures, in the paired design, an A/A comparison (one build as two
-//! processes) and a positive control: the same build with `--spin-ns N`, N
-//! being a set share (2% by default) of the server CPU per request the A/A
-//! run measured. Writes `calibration.json` and the paired report.
+//! Measures, in the paired design's interleaved schedule (each server alone
+//! on its core while it is measured), an A/A comparison (one build as two
+//! processes) and a positive control at each size: the same build with
+//! `--spin-ns N`, N being a set share of the server CPU per request the A/A
+//! run measured (1 % and 4 % by default). Each control is measured again in
+//! the duet (both servers sharing the core), so `calibration.json` states
+//! per size the alone effect, the duet's raw effect, what the tool reports
+//! (the interleaved figure: no correction is applied) and the duet's
+//! amplification (measured / alone). Writes the paired reports of both
+//! schedules as two tables.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,13 +20,12 @@ use std::time::Duration;
 
 use analysis::paired::input::read_comparison;
 use analysis::paired::report::{cpu_metric, rps_metric, Metric};
+use analysis::stats::t_quantile;
 use anyhow::{bail, Context};
 use serde::Serialize;
 
-use analysis::paired::input::Window;
-
 use crate::config::parse;
-use crate::config::scenario::{Design, PairedSettings, Scenario, ScenarioFile, Server};
+use crate::config::scenario::{Design, PairedSettings, Scenario, ScenarioFile, Schedule, Server};
 use crate::design::{paired, Prepared};
 use crate::place::placement::Hosts;
 use crate::prepare::{build, setup};
@@ -31,10 +37,10 @@ use crate::record::report;
 #[derive(Debug, Clone)]
 pub struct CalibrateOptions {
     pub server: Server,
-    /// Measuring time for both comparisons together.
+    /// Measuring time for every comparison together.
     pub minutes: f64,
-    /// The control's added CPU per request, percent of the measured cost.
-    pub spin_pct: f64,
+    /// The controls' added CPU per request, percent of the measured cost.
+    pub sizes: Vec<f64>,
     pub block: Duration,
     pub settle: Duration,
     pub connections: u32,
@@ -50,18 +56,8 @@ pub struct AaFigures {
     pub contains_one: bool,
 }
 
-/// Control figures of one metric.
-#[derive(Debug, Clone, Serialize)]
-pub struct ControlFigures {
-    pub expected_pct: f64,
-    pub measured_pct: f64,
-    pub ci95_pct: f64,
-    pub excludes_one: bool,
-    /// |measured - expected| in percentage points.
-    pub error_pp: f64,
-}
-
-/// The A/A comparison: RPS at the top, server CPU per request in `cpu`.
+/// The A/A comparison (interleaved): 2xx/s at the top, server CPU per
+/// request in `cpu`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Aa {
     pub ratio: f64,
@@ -70,20 +66,41 @@ pub struct Aa {
     pub cpu: AaFigures,
 }
 
-/// The positive control: RPS at the top, server CPU per request in `cpu`.
+/// One control size. Effects are on 2xx/s, in percent, with 95 % intervals
+/// over blocks.
 #[derive(Debug, Clone, Serialize)]
-pub struct Control {
+pub struct ControlSize {
+    /// The spin set, percent of the A/A's server CPU per request (nominal:
+    /// the loop's real cost per request is what `alone_cpu_pct` shows).
+    pub set_pct: f64,
     pub spin_ns: u64,
     /// Loop iterations per request, median over the control's server starts.
     pub spin_iters: Option<u64>,
     /// The loop's cost each server measured at start (ns per iteration), median.
     pub spin_ns_per_iter: Option<f64>,
-    pub expected_pct: f64,
+    /// Interleaved schedule: the effect with the server alone on its core.
+    pub alone_pct: f64,
+    pub alone_ci95_pct: [f64; 2],
+    /// Its effect on server CPU per request.
+    pub alone_cpu_pct: f64,
+    /// Duet (both servers sharing the core): the raw paired effect.
     pub measured_pct: f64,
-    pub ci95_pct: f64,
-    pub excludes_one: bool,
-    pub error_pp: f64,
-    pub cpu: ControlFigures,
+    pub measured_ci95_pct: [f64; 2],
+    /// What the tool reports: the interleaved figure, uncorrected.
+    pub reported_pct: f64,
+    pub ci95_pct: [f64; 2],
+    pub excludes_zero: bool,
+    /// Duet effect / alone effect (ln ratios), delta-method 95 % interval.
+    pub amplification: f64,
+    pub amplification_ci95: [f64; 2],
+}
+
+/// The duet's amplification over every size: Σ ln(duet) / Σ ln(alone),
+/// delta-method 95 % interval.
+#[derive(Debug, Clone, Serialize)]
+pub struct Amplification {
+    pub value: f64,
+    pub ci95_pct: [f64; 2],
 }
 
 /// `calibration.json`.
@@ -94,20 +111,18 @@ pub struct Calibration {
     pub cores: usize,
     pub kernel: Option<String>,
     pub variant: String,
+    /// The interleaved comparisons' settings (the duet's differ only in
+    /// schedule).
     pub settings: String,
     /// Server CPU per request the A/A run measured (baseline side), µs.
     pub cpu_us_per_request: f64,
-    pub spin_pct: f64,
     pub aa: Aa,
-    pub control: Control,
-    /// Pairs in both comparisons together.
+    pub controls: Vec<ControlSize>,
+    pub amplification: Amplification,
+    /// Pairs in every comparison together.
     pub pairs: usize,
-    /// Measuring time of both comparisons together.
+    /// Measuring time of every comparison together.
     pub seconds: f64,
-    pub aa_pairs: usize,
-    pub control_pairs: usize,
-    pub aa_seconds: f64,
-    pub control_seconds: f64,
 }
 
 /// What `calibrate` produced.
@@ -117,10 +132,15 @@ pub struct CalibrateOutcome {
     pub interrupted: bool,
 }
 
+/// A control row's name at size `pct`: `control-1`, `control-0.5`.
+fn control_name(pct: f64) -> String {
+    format!("control-{pct}")
+}
+
 /// The calibration as a scenario file, read by the scenario parser like
 /// any other (so every default is the parser's): a paired comparison of an
-/// A/A row and the positive control against `base`, one worker pinned to
-/// CPU 1, loadgen on CPU 0.
+/// A/A row and the positive controls against `base`, interleaved, one
+/// worker pinned to CPU 1, loadgen on CPU 0.
 fn scenario_file(o: &CalibrateOptions) -> anyhow::Result<ScenarioFile> {
     use toml::{map::Map, Value};
     let row = |name: &str, label: &str| {
@@ -132,7 +152,7 @@ fn scenario_file(o: &CalibrateOptions) -> anyhow::Result<ScenarioFile> {
     };
     let dur = |d: Duration| Value::from(humantime::format_duration(d).to_string());
     let mut paired = Map::new();
-    paired.insert("schedule".into(), "duet".into());
+    paired.insert("schedule".into(), "interleave".into());
     paired.insert("block".into(), dur(o.block));
     paired.insert("settle".into(), dur(o.settle));
     paired.insert("blocks".into(), i64::from(planned_blocks(o)).into());
@@ -146,21 +166,21 @@ fn scenario_file(o: &CalibrateOptions) -> anyhow::Result<ScenarioFile> {
     let mut t = Map::new();
     t.insert(
         "title".into(),
-        "Calibration: resolution of the paired design on this machine".into(),
+        "Calibration: resolution and accuracy of the paired design on this machine".into(),
     );
     t.insert("design".into(), "paired".into());
     t.insert("baseline".into(), "base".into());
     t.insert("paired".into(), Value::Table(paired));
     t.insert("defaults".into(), Value::Table(defaults));
-    t.insert(
-        "scenario".into(),
-        vec![
-            row("base", "A (calibrate build, no spin)"),
-            row("aa", "A/A: the same build as a second process"),
-            row("control", "Positive control: the same build with --spin-ns"),
-        ]
-        .into(),
-    );
+    let mut rows = vec![
+        row("base", "A (calibrate build, no spin)"),
+        row("aa", "A/A: the same build as a second process"),
+    ];
+    for &pct in &o.sizes {
+        let label = format!("Positive control: --spin-ns set to {pct} % of a request");
+        rows.push(row(&control_name(pct), &label));
+    }
+    t.insert("scenario".into(), rows.into());
     Ok(parse::parse(
         Path::new("calibration.toml"),
         &toml::to_string(&t)?,
@@ -168,12 +188,14 @@ fn scenario_file(o: &CalibrateOptions) -> anyhow::Result<ScenarioFile> {
 }
 
 /// Blocks per comparison, planned from `--minutes` before anything runs:
-/// half the time each, a block taking its settle and measured part plus
-/// about 2 s to start and stop both stacks; even, and at least the least a
-/// comparison may plan.
+/// the time split evenly over the comparisons (the A/A, and each control
+/// interleaved and in the duet), a block taking its settle and measured
+/// part plus about 2 s to start and stop both stacks; even, and at least
+/// the least a comparison may plan.
 fn planned_blocks(o: &CalibrateOptions) -> u32 {
+    let comparisons = 1 + 2 * o.sizes.len();
     let per_block = (o.block + o.settle).as_secs_f64() + 2.0;
-    let n = (o.minutes * 60.0 / 2.0 / per_block).floor() as u32;
+    let n = (o.minutes * 60.0 / comparisons as f64 / per_block).floor() as u32;
     (n - n % 2).max(PairedSettings::MIN_BLOCKS)
 }
 
@@ -182,17 +204,25 @@ struct Setup {
     file: ScenarioFile,
     settings: PairedSettings,
     dir: PathBuf,
+    /// The interleaved table, and the duet's.
     table_dir: PathBuf,
+    duet_dir: PathBuf,
 }
 
 /// Checks the options, makes the scenario file and the run directory and
-/// writes `table.toml`.
+/// writes both tables' `table.toml`.
 fn set_up(o: &CalibrateOptions) -> anyhow::Result<Setup> {
-    if !(o.spin_pct > 0.0 && o.spin_pct < 100.0) {
-        bail!("--spin-pct must be between 0 and 100");
+    if o.sizes.is_empty() || o.sizes.iter().any(|&p| !(p > 0.0 && p < 100.0)) {
+        bail!("--spin-pct takes sizes between 0 and 100 (percent), for example 1,4");
     }
-    if !(o.minutes > 0.0 && o.minutes <= 60.0) {
-        bail!("--minutes must be above 0 and at most 60");
+    let mut sorted = o.sizes.clone();
+    sorted.sort_by(f64::total_cmp);
+    sorted.dedup();
+    if sorted.len() != o.sizes.len() {
+        bail!("--spin-pct lists a size twice");
+    }
+    if !(o.minutes > 0.0 && o.minutes <= 120.0) {
+        bail!("--minutes must be above 0 and at most 120");
     }
     let file = scenario_file(o)?;
     let Design::Paired(settings) = file.design.clone() else {
@@ -204,14 +234,49 @@ fn set_up(o: &CalibrateOptions) -> anyhow::Result<Setup> {
     let out = std::fs::canonicalize(&o.out)?;
     let dir = out.join(format!("{}-calibration", meta::timestamp()));
     let table_dir = dir.join(&file.name);
-    std::fs::create_dir_all(&table_dir)
-        .with_context(|| format!("creating {}", table_dir.display()))?;
-    report::write_table_toml(&table_dir, &file, &file.scenarios, &file.design)?;
+    let duet_dir = dir.join(format!("{}-duet", file.name));
+    let duet = Design::Paired(PairedSettings {
+        schedule: Schedule::Duet,
+        ..settings.clone()
+    });
+    let mut duet_file = file.clone();
+    duet_file.title = format!("{} (duet: both servers sharing the core)", file.title);
+    let duet_rows: Vec<Scenario> = file
+        .scenarios
+        .iter()
+        .filter(|s| s.name != "aa")
+        .cloned()
+        .collect();
+    for (d, f, rows, design) in [
+        (&table_dir, &file, &file.scenarios[..], &file.design),
+        (&duet_dir, &duet_file, &duet_rows[..], &duet),
+    ] {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        report::write_table_toml(d, f, rows, design)?;
+    }
     Ok(Setup {
         file,
         settings,
         dir,
         table_dir,
+        duet_dir,
+    })
+}
+
+/// One comparison's figures on 2xx/s and CPU per request.
+struct Figures {
+    rps: Metric,
+    cpu: Metric,
+    pairs: usize,
+}
+
+/// Reads comparison `name` of `table_dir`.
+fn figures_of(table_dir: &Path, name: &str) -> anyhow::Result<Figures> {
+    let windows = read_comparison(&table_dir.join(name), &mut Vec::new()).windows;
+    Ok(Figures {
+        rps: rps_metric(&windows).with_context(|| format!("too few pairs for {name}'s 2xx/s"))?,
+        cpu: cpu_metric(&windows).with_context(|| format!("too few pairs for {name}'s CPU"))?,
+        pairs: windows.len(),
     })
 }
 
@@ -223,9 +288,10 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
         settings,
         dir,
         table_dir,
+        duet_dir,
     } = set_up(o)?;
-    let [base, aa, control] = file.scenarios.as_slice() else {
-        bail!("the calibration file has three rows");
+    let [base, aa, controls @ ..] = file.scenarios.as_slice() else {
+        bail!("the calibration file has an A/A row and controls");
     };
     eprintln!("shootout: building loadgen and {}", base.variant());
     let loadgen = build::loadgen(&root, o.profile)?;
@@ -241,19 +307,43 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
         hosts: &hosts,
         stop,
     };
-    let ctx = paired::Ctx {
+    let duet_run = Prepared {
+        table_dir: &duet_dir,
+        ..run
+    };
+    let duet_settings = PairedSettings {
+        schedule: Schedule::Duet,
+        ..settings.clone()
+    };
+    let interleaved = paired::Ctx {
         run: &run,
         settings: &settings,
     };
+    let duet = paired::Ctx {
+        run: &duet_run,
+        settings: &duet_settings,
+    };
     let mut meta = Meta::collect(&root, "shootout calibrate");
     meta.design = "paired".into();
-    let finish = |meta: &mut Meta, records: &[ComparisonRecord], interrupted: bool| {
-        let _ = std::fs::remove_dir_all(dir.join("tmp"));
-        meta.paired = records.to_vec();
-        meta.interrupted = interrupted;
-        meta.write(&dir)?;
-        report::analyse(&dir);
-        anyhow::Ok(())
+    let mut records: Vec<ComparisonRecord> = Vec::new();
+    // Every comparison goes through here: its record is kept, and the run
+    // ends (meta.json and the reports written) on an error or Ctrl-C.
+    let mut compare = |ctx: &paired::Ctx, row: &Scenario, index: usize| {
+        let (rec, stopped) = paired::compare(ctx, base, row, index, 1);
+        let failed = rec.error.clone();
+        records.push(rec);
+        if stopped.is_some() || failed.is_some() {
+            let _ = std::fs::remove_dir_all(dir.join("tmp"));
+            meta.paired = records.clone();
+            meta.interrupted = stopped.is_some();
+            meta.write(&dir)?;
+            report::analyse(&dir);
+            if let Some(e) = failed {
+                bail!("{} comparison: {e}", row.name);
+            }
+            return Ok(false);
+        }
+        anyhow::Ok(true)
     };
     let interrupted = |dir: PathBuf| CalibrateOutcome {
         dir,
@@ -261,14 +351,8 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
         interrupted: true,
     };
 
-    let (rec, stopped) = paired::compare(&ctx, base, aa, 0, 1);
-    let mut records = vec![rec];
-    if stopped.is_some() || records[0].error.is_some() {
-        finish(&mut meta, &records, stopped.is_some())?;
-        if let Some(e) = &records[0].error {
-            bail!("A/A comparison: {e}");
-        }
-        return Ok(interrupted(dir));
+    if !compare(&interleaved, aa, 0)? {
+        return Ok(interrupted(dir.clone()));
     }
     let aa_windows = read_comparison(&table_dir.join(&aa.name), &mut Vec::new()).windows;
     let cpus: Vec<f64> = aa_windows.iter().filter_map(|w| w.base_cpu_us).collect();
@@ -276,32 +360,27 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
         bail!("the A/A run measured no server CPU per request");
     }
     let cpu_us = cpus.iter().sum::<f64>() / cpus.len() as f64;
-    let mut control = control.clone();
-    control.spin_ns = Some((cpu_us * 1000.0 * o.spin_pct / 100.0).round().max(1.0) as u64);
-    eprintln!(
-        "shootout: server CPU per request {cpu_us:.3} µs: the control spins {} ns",
-        control.spin_ns.unwrap_or(0)
-    );
-    let (rec, stopped) = paired::compare(&ctx, base, &control, 1, 1);
-    records.push(rec);
-    finish(&mut meta, &records, stopped.is_some())?;
-    if let Some(e) = &records[1].error {
-        bail!("control comparison: {e}");
+    let mut spun = Vec::new();
+    for (i, (c, &pct)) in controls.iter().zip(&o.sizes).enumerate() {
+        let mut c = c.clone();
+        c.spin_ns = Some((cpu_us * 1000.0 * pct / 100.0).round().max(1.0) as u64);
+        eprintln!(
+            "shootout: server CPU per request {cpu_us:.3} µs: {} spins {} ns",
+            c.name,
+            c.spin_ns.unwrap_or(0)
+        );
+        for (ctx, index) in [(&interleaved, 1 + 2 * i), (&duet, 2 + 2 * i)] {
+            if !compare(ctx, &c, index)? {
+                return Ok(interrupted(dir.clone()));
+            }
+        }
+        spun.push(c);
     }
-    if stopped.is_some() {
-        return Ok(interrupted(dir));
-    }
-    let control_windows = read_comparison(&table_dir.join(&control.name), &mut Vec::new()).windows;
-    let spin_ns = control.spin_ns.unwrap_or(0);
-    let cal = figures(
-        o,
-        base,
-        &records,
-        cpu_us,
-        spin_ns,
-        &aa_windows,
-        &control_windows,
-    )?;
+    let _ = std::fs::remove_dir_all(dir.join("tmp"));
+    meta.paired = records.clone();
+    meta.write(&dir)?;
+    report::analyse(&dir);
+    let cal = figures(o, base, &records, cpu_us, &spun, &table_dir, &duet_dir)?;
     write_json(&dir.join("calibration.json"), &cal)?;
     Ok(CalibrateOutcome {
         dir,
@@ -310,38 +389,73 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
     })
 }
 
-/// `calibration.json`'s figures from both comparisons' windows.
-#[allow(clippy::too_many_arguments)]
+fn pct(x: f64) -> f64 {
+    (x - 1.0) * 100.0
+}
+
+fn pct_ci(m: &Metric) -> [f64; 2] {
+    [pct(m.ci.lo), pct(m.ci.hi)]
+}
+
+/// ln of a metric's ratio and its standard error, from its 95 % t interval
+/// over blocks.
+fn log_and_se(m: &Metric) -> (f64, f64) {
+    let half = (m.ci.hi.ln() - m.ci.lo.ln()) / 2.0;
+    let df = (m.blocks.max(2) - 1) as f64;
+    (m.ratio.ln(), half / t_quantile(0.975, df))
+}
+
+/// a / b of two ln effects with their standard errors: the ratio and its
+/// delta-method 95 % interval.
+fn ratio_ci((a, a_se): (f64, f64), (b, b_se): (f64, f64)) -> (f64, [f64; 2]) {
+    let r = a / b;
+    let se = r.abs() * ((a_se / a).powi(2) + (b_se / b).powi(2)).sqrt();
+    (r, [r - 1.96 * se, r + 1.96 * se])
+}
+
+/// `calibration.json`'s figures from every comparison's windows.
 fn figures(
     o: &CalibrateOptions,
     base: &Scenario,
     records: &[ComparisonRecord],
     cpu_us: f64,
-    spin_ns: u64,
-    aa_windows: &[Window],
-    control_windows: &[Window],
+    controls: &[Scenario],
+    table_dir: &Path,
+    duet_dir: &Path,
 ) -> anyhow::Result<Calibration> {
-    let need =
-        |m: Option<Metric>, what: &str| m.with_context(|| format!("too few pairs for {what}"));
-    let (aa_rps, aa_cpu) = (
-        need(rps_metric(aa_windows), "the A/A 2xx/s ratio")?,
-        need(cpu_metric(aa_windows), "the A/A CPU ratio")?,
-    );
-    let (c_rps, c_cpu) = (
-        need(rps_metric(control_windows), "the control 2xx/s ratio")?,
-        need(cpu_metric(control_windows), "the control CPU ratio")?,
-    );
-    let p = o.spin_pct / 100.0;
-    let control_fig = |m: &Metric, expected_pct: f64| ControlFigures {
-        expected_pct,
-        measured_pct: (m.ratio - 1.0) * 100.0,
-        ci95_pct: m.ci95_pct,
-        excludes_one: !m.ci.contains_one(),
-        error_pp: ((m.ratio - 1.0) * 100.0 - expected_pct).abs(),
-    };
-    let rps_c = control_fig(&c_rps, (1.0 / (1.0 + p) - 1.0) * 100.0);
-    let cpu_c = control_fig(&c_cpu, p * 100.0);
-    let (aa_s, c_s) = (records[0].seconds, records[1].seconds);
+    let aa = figures_of(table_dir, "aa")?;
+    let mut pairs = aa.pairs;
+    let mut sizes = Vec::new();
+    let (mut sum_m, mut sum_a): ((f64, f64), (f64, f64)) = ((0.0, 0.0), (0.0, 0.0));
+    for (c, &set_pct) in controls.iter().zip(&o.sizes) {
+        let alone = figures_of(table_dir, &c.name)?;
+        let duet = figures_of(duet_dir, &c.name)?;
+        pairs += alone.pairs + duet.pairs;
+        let (m, a) = (log_and_se(&duet.rps), log_and_se(&alone.rps));
+        sum_m = (sum_m.0 + m.0, sum_m.1.hypot(m.1));
+        sum_a = (sum_a.0 + a.0, sum_a.1.hypot(a.1));
+        let (amp, amp_ci) = ratio_ci(m, a);
+        let rec = records.iter().find(|r| r.row == c.name);
+        sizes.push(ControlSize {
+            set_pct,
+            spin_ns: c.spin_ns.unwrap_or(0),
+            spin_iters: rec
+                .and_then(|r| median_field(r, "spin_iters"))
+                .map(|v| v.round() as u64),
+            spin_ns_per_iter: rec.and_then(|r| median_field(r, "spin_ns_per_iter")),
+            alone_pct: pct(alone.rps.ratio),
+            alone_ci95_pct: pct_ci(&alone.rps),
+            alone_cpu_pct: pct(alone.cpu.ratio),
+            measured_pct: pct(duet.rps.ratio),
+            measured_ci95_pct: pct_ci(&duet.rps),
+            reported_pct: pct(alone.rps.ratio),
+            ci95_pct: pct_ci(&alone.rps),
+            excludes_zero: !alone.rps.ci.contains_one(),
+            amplification: amp,
+            amplification_ci95: amp_ci,
+        });
+    }
+    let (value, ci) = ratio_ci(sum_m, sum_a);
     Ok(Calibration {
         date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         cpu_model: meta::cpu_model(),
@@ -352,34 +466,23 @@ fn figures(
         variant: base.variant(),
         settings: records[0].settings.clone(),
         cpu_us_per_request: cpu_us,
-        spin_pct: o.spin_pct,
         aa: Aa {
-            ratio: aa_rps.ratio,
-            ci95_pct: aa_rps.ci95_pct,
-            contains_one: aa_rps.ci.contains_one(),
+            ratio: aa.rps.ratio,
+            ci95_pct: aa.rps.ci95_pct,
+            contains_one: aa.rps.ci.contains_one(),
             cpu: AaFigures {
-                ratio: aa_cpu.ratio,
-                ci95_pct: aa_cpu.ci95_pct,
-                contains_one: aa_cpu.ci.contains_one(),
+                ratio: aa.cpu.ratio,
+                ci95_pct: aa.cpu.ci95_pct,
+                contains_one: aa.cpu.ci.contains_one(),
             },
         },
-        control: Control {
-            spin_ns,
-            spin_iters: median_field(&records[1], "spin_iters").map(|v| v.round() as u64),
-            spin_ns_per_iter: median_field(&records[1], "spin_ns_per_iter"),
-            expected_pct: rps_c.expected_pct,
-            measured_pct: rps_c.measured_pct,
-            ci95_pct: rps_c.ci95_pct,
-            excludes_one: rps_c.excludes_one,
-            error_pp: rps_c.error_pp,
-            cpu: cpu_c,
+        controls: sizes,
+        amplification: Amplification {
+            value,
+            ci95_pct: ci,
         },
-        pairs: aa_windows.len() + control_windows.len(),
-        seconds: aa_s + c_s,
-        aa_pairs: aa_windows.len(),
-        control_pairs: control_windows.len(),
-        aa_seconds: aa_s,
-        control_seconds: c_s,
+        pairs,
+        seconds: records.iter().map(|r| r.seconds).sum(),
     })
 }
 
@@ -398,35 +501,39 @@ fn median_field(rec: &ComparisonRecord, key: &str) -> Option<f64> {
 /// The lines `shootout calibrate` prints.
 pub fn summary_lines(c: &Calibration) -> Vec<String> {
     let minutes = c.seconds / 60.0;
-    vec![
-        format!(
-            "resolution on this machine: A/A {:.3} ± {:.2} %, control expected {:+.2} %, measured {:+.2} ± {:.2} % ({} pairs, {minutes:.1} min)",
-            c.aa.ratio, c.aa.ci95_pct, c.control.expected_pct, c.control.measured_pct, c.control.ci95_pct, c.pairs
-        ),
-        format!(
-            "server CPU per request ({:.3} µs, spin {} ns = {} iterations): A/A {:.3} ± {:.2} %, control expected {:+.2} %, measured {:+.2} ± {:.2} % (not a second test: with both servers on one core the CPU splits evenly, so it is about the inverse of 2xx/s)",
+    let mut lines = vec![format!(
+        "resolution on this machine: A/A {:.3} ± {:.2} % (interleaved: each server alone on its core; CPU per request {:.3} ± {:.2} %; {} pairs, {minutes:.1} min in all)",
+        c.aa.ratio, c.aa.ci95_pct, c.aa.cpu.ratio, c.aa.cpu.ci95_pct, c.pairs
+    )];
+    for s in &c.controls {
+        lines.push(format!(
+            "control set to {} % of {:.3} µs (spin {} ns): alone {:+.2} % ({:+.2} to {:+.2}; CPU per request {:+.2} %), duet {:+.2} % ({:+.2} to {:+.2}); duet / alone {:.2} ({:.2}-{:.2})",
+            s.set_pct,
             c.cpu_us_per_request,
-            c.control.spin_ns,
-            c.control.spin_iters.map_or("?".into(), |i| i.to_string()),
-            c.aa.cpu.ratio,
-            c.aa.cpu.ci95_pct,
-            c.control.cpu.expected_pct,
-            c.control.cpu.measured_pct,
-            c.control.cpu.ci95_pct
-        ),
-        format!(
-            "target (A/A CI over blocks ≤ 1.0 % and holding 1; control within 1 pp and excluding 1): {}",
-            verdict(c.aa.ci95_pct, c.aa.contains_one, c.control.error_pp, c.control.excludes_one),
-        ),
-    ]
-}
-
-fn verdict(aa_ci: f64, aa_one: bool, err_pp: f64, excludes: bool) -> &'static str {
-    if aa_ci <= 1.0 && aa_one && err_pp <= 1.0 && excludes {
-        "met"
-    } else {
-        "missed"
+            s.spin_ns,
+            s.alone_pct,
+            s.alone_ci95_pct[0],
+            s.alone_ci95_pct[1],
+            s.alone_cpu_pct,
+            s.measured_pct,
+            s.measured_ci95_pct[0],
+            s.measured_ci95_pct[1],
+            s.amplification,
+            s.amplification_ci95[0],
+            s.amplification_ci95[1]
+        ));
     }
+    lines.push(format!(
+        "the duet reads {:.2} ({:.2}-{:.2}) of an effect alone on the core; the tool reports interleaved figures, uncorrected",
+        c.amplification.value, c.amplification.ci95_pct[0], c.amplification.ci95_pct[1]
+    ));
+    let met =
+        c.aa.ci95_pct <= 1.0 && c.aa.contains_one && c.controls.iter().all(|s| s.excludes_zero);
+    lines.push(format!(
+        "target (A/A interval ≤ ±1.0 % and holding 1; every control's interval excluding 0): {}",
+        if met { "met" } else { "missed" }
+    ));
+    lines
 }
 
 fn write_json(path: &Path, v: &impl Serialize) -> anyhow::Result<()> {

@@ -1,26 +1,32 @@
-//! The paired design: a row and the baseline measured at the same time.
+//! The paired design: a row and the baseline measured beside each other.
 //!
-//! Schedule ("duet", Bulej et al. 2020, with randomized interleaving after
-//! Abedi & Brecht 2017): a comparison runs in blocks. In each block both
-//! stacks start fresh, with the same pinning, in a slot order (which stack
-//! starts first, and its loadgen first) that is AB or BA; every two blocks
-//! hold one of each, in a random order from the file's seed. Both loadgens
-//! start at one `--start-at` barrier, so their intervals cover the same
-//! wall-clock seconds; the runner reads both servers' CPU time at every
-//! interval boundary. After `settle` (left out), `block` is measured. A
-//! comparison runs the number of blocks its settings planned (`blocks`),
-//! whatever its interval looks like meanwhile: stopping as soon as the
-//! interval dipped under a target made the reported interval too narrow.
-//! The interval is Student's t over the block means (the analysis).
+//! A comparison runs in blocks (after Bulej et al. 2020, with randomized
+//! interleaving after Abedi & Brecht 2017). In each block both stacks start
+//! fresh, with the same pinning, in a slot order (which stack starts first,
+//! and its loadgen first) that is AB or BA; every two blocks hold one of
+//! each, in a random order drawn from the file's seed before the first
+//! block. Both loadgens start at one `--start-at` barrier, so their
+//! intervals cover the same wall-clock seconds; the runner reads both
+//! servers' CPU time at every interval boundary. After `settle` (left out),
+//! `block` is measured. A comparison runs the number of blocks its settings
+//! planned (`blocks`), whatever its interval looks like meanwhile: stopping
+//! as soon as the interval dipped under a target made the reported
+//! interval too narrow. The interval is Student's t over the block means
+//! (the analysis).
 //!
-//! Why at once rather than alternating: on the 2-vCPU VM this project is
-//! developed on, the machine flips between two throughput states several
-//! times a minute; alternating 2 s windows gave pairs whose ratio varied by
-//! 7-11% (A/A CI ±2.7-4.1% in 2 min), while loading both at once gave
-//! 1.5-2% per interval (A/A CI ±0.3-0.5% in 1 min): both stacks see the same
-//! machine state in every interval. See the crate README for this
-//! machine's calibration. `schedule = "alternate"` runs the other
-//! design (slot 1's load, then slot 2's, within each block) for comparison.
+//! How the two loadgens share the block (`schedule`):
+//! - `interleave` (the default): they take turns, a random half of every
+//!   `turn` each (loadgen `--active-half`), so each server has its core to
+//!   itself while it is measured: the effect alone on the core.
+//! - `duet`: both load at once, so both servers share the core. On the
+//!   2-vCPU VM this project is developed on, the machine flips between two
+//!   throughput states several times a minute; alternating 2 s windows gave
+//!   pairs whose ratio varied by 7-11% (A/A CI ±2.7-4.1% in 2 min), while
+//!   loading both at once gave 1.5-2% per interval (A/A CI ±0.3-0.5% in
+//!   1 min). But sharing the core adds CPU to every request, so an effect
+//!   reads smaller than alone (a 4 % control at 0.83 of itself).
+//! - `alternate`: slot 1's load, then slot 2's, within each block: alone,
+//!   but exposed to machine-state changes between the two.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -68,7 +74,7 @@ pub fn run_all(
         (1..=settings.runs).flat_map(|r| rows.iter().enumerate().map(move |(i, row)| (r, i, row)));
     let interrupted = each(run, units, |(r, i, row)| {
         let (rec, stopped) = compare(&ctx, base, row, i, r);
-        report::print_comparison(&rec);
+        report::print_comparison(&rec, settings.effect());
         comparisons.push(rec);
         meta.paired = comparisons.clone();
         meta.write(run.dir)?;
@@ -76,7 +82,8 @@ pub fn run_all(
     })?;
     if settings.runs > 1 && !interrupted {
         for row in rows {
-            report::print_across_runs(&row.name, &base.name, &run.table_dir.join(&row.name));
+            let dir = run.table_dir.join(&row.name);
+            report::print_across_runs(&row.name, &base.name, &dir, settings.effect());
         }
     }
     Ok(RunOutcome {
@@ -128,30 +135,18 @@ pub fn compare(
         .seed
         .wrapping_add(index as u64)
         .wrapping_add(1000 * u64::from(run - 1));
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    // The whole plan is drawn before the first block: nothing measured can
+    // change how many blocks run.
+    let orders = plan_orders(seed, p.blocks);
     let started = Instant::now();
-    let mut next_order = Order::Ab;
     let mut interrupted = None;
     rec.stopped_by = "blocks".into();
-    for n in 1..=p.blocks {
-        let even = (n - 1) % 2 == 0;
+    for (n, order) in (1..).zip(orders) {
         if ctx.run.stopping() {
             rec.stopped_by = "interrupted".into();
             interrupted = Some(Interrupted);
             break;
         }
-        // Every two blocks hold AB and BA, the first of them drawn.
-        let order = if !even {
-            next_order
-        } else if rng.gen_bool(0.5) {
-            Order::Ab
-        } else {
-            Order::Ba
-        };
-        next_order = match order {
-            Order::Ab => Order::Ba,
-            Order::Ba => Order::Ab,
-        };
         let t0 = Instant::now();
         let mut facts = [SideFacts::default(), SideFacts::default()];
         let tmp = ctx.run.tmp(&format!("{}-{run}-{n}", row.name));
@@ -189,6 +184,25 @@ pub fn compare(
     }
     rec.seconds = started.elapsed().as_secs_f64();
     (rec, interrupted)
+}
+
+/// A comparison's blocks, planned before the first one runs: `blocks`
+/// slot orders, every two of them AB and BA with the first drawn from
+/// `seed`. Its only inputs are the seed and the planned count, so no
+/// interval seen meanwhile can end a comparison early.
+pub fn plan_orders(seed: u64, blocks: u32) -> Vec<Order> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut orders = Vec::with_capacity(blocks as usize);
+    for n in 0..blocks {
+        let order = match orders.last() {
+            Some(Order::Ab) if n % 2 == 1 => Order::Ba,
+            Some(Order::Ba) if n % 2 == 1 => Order::Ab,
+            _ if rng.gen_bool(0.5) => Order::Ab,
+            _ => Order::Ba,
+        };
+        orders.push(order);
+    }
+    orders
 }
 
 /// Re-reads the comparison's blocks so far and updates the running figures.
@@ -483,4 +497,42 @@ fn load_and_sample(
         .zip(times)
         .map(|(k, unix_ms)| (k, unix_ms, [first[k as usize], second[k as usize]]))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use analysis::paired::stats::t_ratio;
+
+    use super::*;
+
+    /// The rule this design replaced: from `min` blocks on, stop as soon as
+    /// the block-level interval is narrower than ±`target_pct`. The number
+    /// of blocks it would have run.
+    fn old_rule_stops_after(block_logs: &[f64], min: usize, target_pct: f64) -> usize {
+        (min..=block_logs.len())
+            .find(|&n| t_ratio(&block_logs[..n]).is_some_and(|c| c.half_width_pct() < target_pct))
+            .unwrap_or(block_logs.len())
+    }
+
+    #[test]
+    fn a_comparison_runs_its_planned_blocks_where_the_old_rule_stopped_early() {
+        // Block mean ln ratios: four close together, then the drift the
+        // rest of the comparison shows (a machine-state change).
+        let fixture = [0.001, -0.001, 0.0005, -0.0005, 0.02, 0.025, 0.018, 0.03];
+        assert_eq!(old_rule_stops_after(&fixture, 4, 1.0), 4);
+        // Stopped there, the interval is narrow and misses where the whole
+        // comparison lands.
+        let early = t_ratio(&fixture[..4]).unwrap();
+        let full = t_ratio(&fixture).unwrap();
+        assert!(early.half_width_pct() < full.half_width_pct());
+        assert!(!(early.lo..=early.hi).contains(&full.ratio));
+        // The plan is drawn from the seed and the count alone, before any
+        // block: all 8 run, every two of them AB and BA.
+        let plan = plan_orders(7, 8);
+        assert_eq!(plan.len(), 8);
+        assert!(plan.chunks(2).all(|p| p[0] != p[1]), "{plan:?}");
+        assert_eq!(plan, plan_orders(7, 8));
+        let firsts: Vec<_> = (0..40).map(|s| plan_orders(s, 2)[0]).collect();
+        assert!(firsts.contains(&Order::Ab) && firsts.contains(&Order::Ba));
+    }
 }

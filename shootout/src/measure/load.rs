@@ -117,3 +117,34 @@ pub fn read_log(path: &Path) -> anyhow::Result<LogTotals> {
     }
     Ok(t)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_becomes_active_half_and_turn() {
+        let file = crate::config::parse::parse(
+            std::path::Path::new("t.toml"),
+            "[[scenario]]\nname = \"a\"\nserver = \"actix\"\n",
+        )
+        .unwrap();
+        let s = &file.scenarios[0];
+        let target: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let timing = Timing {
+            warmup: Duration::from_secs(1),
+            duration: Duration::from_secs(2),
+            start_at: None,
+            turn: None,
+        };
+        let plain = argv("loadgen", s, target, timing);
+        assert!(!plain.iter().any(|a| a == "--active-half"), "{plain:?}");
+        let turn = Some(("second", Duration::from_millis(200)));
+        let turns = argv("loadgen", s, target, Timing { turn, ..timing });
+        let at = turns.iter().position(|a| a == "--active-half").unwrap();
+        assert_eq!(
+            turns[at..at + 4],
+            ["--active-half", "second", "--turn", "200ms"]
+        );
+    }
+}

@@ -118,8 +118,8 @@ impl ComparisonRecord {
             server_cpus: row.server_cpus.clone(),
             loadgen_cpus: row.loadgen_cpus.clone(),
             settings: format!(
-                "{:?}, {} runs of {} blocks of {}, settle {}, seed {}",
-                p.schedule,
+                "{}, {} runs of {} blocks of {}, settle {}, seed {}",
+                p.schedule_text(),
                 p.runs,
                 p.blocks,
                 humantime::format_duration(p.block),

@@ -38,12 +38,14 @@ pub(crate) fn print_memory(r: &analysis::memory::MemoryRecord, reps: u32) {
     let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
 
-pub(crate) fn print_comparison(c: &ComparisonRecord) {
+/// A comparison's line as it ends; `effect` says which effect its schedule
+/// measures.
+pub(crate) fn print_comparison(c: &ComparisonRecord, effect: &str) {
     use std::io::Write;
     let run = c.run.map_or(String::new(), |r| format!(" (run {r})"));
     let line = match &c.error {
         None => format!(
-            "{} vs {}{run}: {} in {} blocks, {:.0} s (stopped by {})",
+            "{} vs {}{run}: {} in {} blocks, {:.0} s (stopped by {}) [{effect}]",
             c.row,
             c.baseline,
             c.progress(),
@@ -136,7 +138,7 @@ pub(crate) fn print_row(r: &RowRecord, reps: u32) {
 
 /// After every run of a repeated comparison: the run-level line, e.g.
 /// `ntex vs actix: 0.7962 ± 3.10 % across 3 runs (within a run ± 1.06-2.39 %)`.
-pub(crate) fn print_across_runs(row: &str, baseline: &str, dir: &Path) {
+pub(crate) fn print_across_runs(row: &str, baseline: &str, dir: &Path, effect: &str) {
     use std::io::Write;
     let runs = analysis::paired::input::read_runs(dir, &mut Vec::new());
     let figures = analysis::paired::report::row_figures(row, row, &runs);
@@ -151,7 +153,7 @@ pub(crate) fn print_across_runs(row: &str, baseline: &str, dir: &Path) {
     let lo = within.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = within.iter().copied().fold(0.0, f64::max);
     let line = format!(
-        "{row} vs {baseline}: 2xx/s {:.4} ± {:.2} % across {} runs (within a run ± {lo:.2}-{hi:.2} %)",
+        "{row} vs {baseline}: 2xx/s {:.4} ± {:.2} % across {} runs (within a run ± {lo:.2}-{hi:.2} %) [{effect}]",
         across.ratio,
         across.half_width_pct(),
         figures.runs.len()
