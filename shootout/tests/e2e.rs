@@ -750,7 +750,7 @@ fn interleaved_comparison_takes_turns_and_says_which_effect_it_measures() {
         "{settings}"
     );
     let dir = run_dir(out.path());
-    let table = std::fs::read_to_string(dir.join("paired").join("table.toml")).unwrap();
+    let table = std::fs::read_to_string(dir.join("paired-interleave").join("table.toml")).unwrap();
     assert!(table.contains("schedule = \"interleave\""), "{table}");
     let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
     assert!(readme.contains("Schedule interleave: "), "{readme}");

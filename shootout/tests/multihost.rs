@@ -301,6 +301,7 @@ design = "paired"
 
 {hosts_toml}
 [paired]
+schedule = "duet"
 block = "2s"
 settle = "1s"
 blocks = 4

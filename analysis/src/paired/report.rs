@@ -72,15 +72,23 @@ pub struct RunFigures {
     pub cpu: Option<Metric>,
 }
 
-/// The run-level interval of a repeated comparison: Student's t over the
-/// runs' log ratios (runs − 1 degrees of freedom), what a reader gets if
-/// they run the comparison again. `None` with fewer than 2 runs.
+/// The run-level interval of a repeated comparison, what a reader gets if
+/// they run the comparison again: Student's t over the runs' log ratios
+/// (runs − 1 degrees of freedom), never narrower than the runs' own
+/// errors allow ([`stats::runs_t`]). `None` with fewer than 2 runs.
 pub fn across_runs(runs: &[RunFigures]) -> Option<RatioCi> {
-    let logs: Vec<f64> = runs
+    let logs: Vec<(f64, f64)> = runs
         .iter()
-        .filter_map(|r| r.rps.map(|m| m.ratio.ln()))
+        .filter_map(|r| r.rps.map(|m| (m.ratio.ln(), within_se(&m))))
         .collect();
-    stats::t_ratio(&logs)
+    stats::runs_t(&logs)
+}
+
+/// A run's standard error of its ln ratio, from its t interval over blocks.
+fn within_se(m: &Metric) -> f64 {
+    let half = (m.ci.hi.ln() - m.ci.lo.ln()) / 2.0;
+    let df = m.blocks.saturating_sub(1).max(1) as f64;
+    half / crate::stats::t_quantile(0.975, df)
 }
 
 /// Ratios within one machine state (t interval only: fewer windows).
@@ -146,9 +154,9 @@ pub struct PairedTable {
 pub fn schedule_effect(schedule: &str) -> Option<&'static str> {
     Some(match schedule {
         "duet" => {
-            "duet: both stacks loaded at once, sharing one core. An effect reads smaller than \
-             with the server alone on its core (the duet adds CPU per request to both; see \
-             results/README.md, Coverage)"
+            "duet: both stacks loaded at once, sharing one core. An effect differs from the \
+             effect with each server alone on its core, smaller or larger (see results/README.md, \
+             Coverage)"
         }
         "alternate" => {
             "alternate: one stack loaded, then the other, in each block: the effect with each \

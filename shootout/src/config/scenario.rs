@@ -102,7 +102,7 @@ pub enum Design {
 #[serde(rename_all = "lowercase")]
 pub enum Schedule {
     /// Both at once, sharing the core (see `paired.rs`): the narrowest
-    /// intervals, but effects read smaller than alone.
+    /// intervals, but effects differ from alone (smaller or larger).
     Duet,
     /// One after the other within the block, each for settle + block.
     Alternate,
@@ -147,9 +147,7 @@ impl PairedSettings {
     /// that prints one.
     pub fn effect(&self) -> &'static str {
         match self.schedule {
-            Schedule::Duet => {
-                "duet: the servers share a core, which reads effects smaller than alone"
-            }
+            Schedule::Duet => "duet: the servers share a core, so effects differ from alone",
             Schedule::Alternate | Schedule::Interleave => "each server alone on its core",
         }
     }

@@ -23,8 +23,9 @@
 //!   throughput states several times a minute; alternating 2 s windows gave
 //!   pairs whose ratio varied by 7-11% (A/A CI ±2.7-4.1% in 2 min), while
 //!   loading both at once gave 1.5-2% per interval (A/A CI ±0.3-0.5% in
-//!   1 min). But sharing the core adds CPU to every request, so an effect
-//!   reads smaller than alone (a 4 % control at 0.83 of itself).
+//!   1 min). But the servers share the core, so an effect differs from
+//!   alone: a 4 % control read 0.86 of itself, ntex against actix 1.3-1.9
+//!   times its alone effect, ntex on io_uring ahead where alone it is behind.
 //! - `alternate`: slot 1's load, then slot 2's, within each block: alone,
 //!   but exposed to machine-state changes between the two.
 
