@@ -29,8 +29,7 @@ use anyhow::{bail, Context};
 use serde::Serialize;
 
 use crate::paired::report::{Metric, PairedRow, PairedTable, RunFigures};
-use crate::paired::stats::RatioCi;
-use crate::stats::t_quantile;
+use crate::paired::stats::{log_and_se, log_ratio_ci, RatioCi};
 use crate::Options;
 
 /// Runs and how many of their intervals held the true value.
@@ -120,12 +119,6 @@ fn reported(r: &PairedRow) -> Option<(RatioCi, f64)> {
     }
 }
 
-/// ln of the ratio and its standard error, from a 95 % t interval.
-fn log_and_se((ci, df): (RatioCi, f64)) -> (f64, f64) {
-    let half = (ci.hi.ln() - ci.lo.ln()) / 2.0;
-    (ci.ratio.ln(), half / t_quantile(0.975, df))
-}
-
 fn pct(x: f64) -> f64 {
     (x - 1.0) * 100.0
 }
@@ -210,13 +203,8 @@ pub fn coverage(run: &Path, alone: Option<&Path>) -> anyhow::Result<Coverage> {
         control.add(rps_count);
         cpu.control.add(cpu_count);
         let (m_ci, m_df) = reported(r).with_context(|| format!("{}: no figure", r.name))?;
-        let amp = alone_ci.map(|a| {
-            let (m, m_se) = log_and_se((m_ci, m_df));
-            let (al, a_se) = log_and_se(a);
-            let amp = m / al;
-            let se = amp.abs() * ((m_se / m).powi(2) + (a_se / al).powi(2)).sqrt();
-            (amp, [amp - 1.96 * se, amp + 1.96 * se])
-        });
+        let amp =
+            alone_ci.map(|(a, a_df)| log_ratio_ci(log_and_se(&m_ci, m_df), log_and_se(&a, a_df)));
         sizes.push(Size {
             row: r.name.clone(),
             label: r.label.clone(),

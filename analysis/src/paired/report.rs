@@ -86,9 +86,7 @@ pub fn across_runs(runs: &[RunFigures]) -> Option<RatioCi> {
 
 /// A run's standard error of its ln ratio, from its t interval over blocks.
 fn within_se(m: &Metric) -> f64 {
-    let half = (m.ci.hi.ln() - m.ci.lo.ln()) / 2.0;
-    let df = m.blocks.saturating_sub(1).max(1) as f64;
-    half / crate::stats::t_quantile(0.975, df)
+    stats::log_and_se(&m.ci, m.blocks.saturating_sub(1).max(1) as f64).1
 }
 
 /// Ratios within one machine state (t interval only: fewer windows).

@@ -43,6 +43,21 @@ pub fn t_ratio(logs: &[f64]) -> Option<RatioCi> {
     })
 }
 
+/// The ln ratio of a 95 % t interval with `df` degrees of freedom, and
+/// its standard error recovered from the interval's half-width.
+pub fn log_and_se(ci: &RatioCi, df: f64) -> (f64, f64) {
+    let half = (ci.hi.ln() - ci.lo.ln()) / 2.0;
+    (ci.ratio.ln(), half / crate::stats::t_quantile(0.975, df))
+}
+
+/// a / b of two ln effects with their standard errors: the ratio and its
+/// delta-method 95 % interval (normal approximation).
+pub fn log_ratio_ci((a, a_se): (f64, f64), (b, b_se): (f64, f64)) -> (f64, [f64; 2]) {
+    let r = a / b;
+    let se = r.abs() * ((a_se / a).powi(2) + (b_se / b).powi(2)).sqrt();
+    (r, [r - 1.96 * se, r + 1.96 * se])
+}
+
 /// The run-level interval of a repeated comparison from each run's ln
 /// ratio and its within-run standard error: exp(mean) with Student's t
 /// (runs − 1 degrees of freedom) on the larger of the runs' observed

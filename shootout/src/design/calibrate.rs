@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use analysis::paired::input::read_comparison;
 use analysis::paired::report::{cpu_metric, rps_metric, Metric};
-use analysis::stats::t_quantile;
+use analysis::paired::stats::{self, log_ratio_ci};
 use anyhow::{bail, Context};
 use serde::Serialize;
 
@@ -400,17 +400,7 @@ fn pct_ci(m: &Metric) -> [f64; 2] {
 /// ln of a metric's ratio and its standard error, from its 95 % t interval
 /// over blocks.
 fn log_and_se(m: &Metric) -> (f64, f64) {
-    let half = (m.ci.hi.ln() - m.ci.lo.ln()) / 2.0;
-    let df = (m.blocks.max(2) - 1) as f64;
-    (m.ratio.ln(), half / t_quantile(0.975, df))
-}
-
-/// a / b of two ln effects with their standard errors: the ratio and its
-/// delta-method 95 % interval.
-fn ratio_ci((a, a_se): (f64, f64), (b, b_se): (f64, f64)) -> (f64, [f64; 2]) {
-    let r = a / b;
-    let se = r.abs() * ((a_se / a).powi(2) + (b_se / b).powi(2)).sqrt();
-    (r, [r - 1.96 * se, r + 1.96 * se])
+    stats::log_and_se(&m.ci, (m.blocks.max(2) - 1) as f64)
 }
 
 /// `calibration.json`'s figures from every comparison's windows.
@@ -434,7 +424,7 @@ fn figures(
         let (m, a) = (log_and_se(&duet.rps), log_and_se(&alone.rps));
         sum_m = (sum_m.0 + m.0, sum_m.1.hypot(m.1));
         sum_a = (sum_a.0 + a.0, sum_a.1.hypot(a.1));
-        let (amp, amp_ci) = ratio_ci(m, a);
+        let (amp, amp_ci) = log_ratio_ci(m, a);
         let rec = records.iter().find(|r| r.row == c.name);
         sizes.push(ControlSize {
             set_pct,
@@ -455,7 +445,7 @@ fn figures(
             amplification_ci95: amp_ci,
         });
     }
-    let (value, ci) = ratio_ci(sum_m, sum_a);
+    let (value, ci) = log_ratio_ci(sum_m, sum_a);
     Ok(Calibration {
         date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         cpu_model: meta::cpu_model(),
