@@ -22,6 +22,11 @@
 //! - The same counts for server CPU per request (`cpu`): in a duet it is the
 //!   inverse of 2xx/s (the core splits evenly), in the interleaved schedule
 //!   a measurement of its own.
+//! - The run-level interval (`runs = 3`, what the results report) is checked
+//!   the same way in `run_level`: the runs cut, in order, into disjoint
+//!   groups of 3, each group's interval from [`runs_t`]; an A/A group covers
+//!   when it holds 1, a control group when it holds the mean log ratio of
+//!   the runs outside the group (interleaved and alternate runs only).
 
 use std::path::Path;
 
@@ -29,7 +34,7 @@ use anyhow::{bail, Context};
 use serde::Serialize;
 
 use crate::paired::report::{Metric, PairedRow, PairedTable, RunFigures};
-use crate::paired::stats::{log_and_se, log_ratio_ci, RatioCi};
+use crate::paired::stats::{log_and_se, log_ratio_ci, runs_t, RatioCi};
 use crate::Options;
 
 /// Runs and how many of their intervals held the true value.
@@ -86,6 +91,20 @@ pub struct Coverage {
     pub run: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alone_run: Option<String>,
+    /// Coverage of the run-level interval over groups of [`GROUP`] runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_level: Option<RunLevel>,
+}
+
+/// Runs per group in [`RunLevel`]: the scenario files' `runs = 3`.
+pub const GROUP: usize = 3;
+
+/// Coverage of the run-level interval: `runs` counts groups.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunLevel {
+    pub runs_per_group: usize,
+    pub aa: Count,
+    pub control: Count,
 }
 
 /// Coverage of the CPU-per-request intervals.
@@ -96,7 +115,7 @@ pub struct CpuCoverage {
 }
 
 /// The method, as `coverage.json` states it.
-pub const METHOD: &str = "95 % intervals: Student's t over each run's block means (blocks - 1 df). A/A covers when its interval holds 1. A control covers when its interval holds the control's effect with the server alone on its core: for an interleaved or alternate run, the mean log ratio of its other runs (leave one out); for a duet run, the alone run's ratio. Amplification: ln(measured ratio over runs) / ln(alone run's ratio), delta-method 95 % interval.";
+pub const METHOD: &str = "95 % intervals: Student's t over each run's block means (blocks - 1 df). A/A covers when its interval holds 1. A control covers when its interval holds the control's effect with the server alone on its core: for an interleaved or alternate run, the mean log ratio of its other runs (leave one out); for a duet run, the alone run's ratio. Amplification: ln(measured ratio over runs) / ln(alone run's ratio), delta-method 95 % interval. Run level (run_level): the runs, in order, cut into disjoint groups of 3; a group's interval is Student's t over its runs' log ratios (2 df) on the larger of their spread and their mean within-run variance; an A/A group covers when it holds 1, a control group when it holds the mean log ratio of the runs outside the group.";
 
 fn only_paired_table(dir: &Path) -> anyhow::Result<PairedTable> {
     let (report, problems) = crate::analyse(dir, &Options::default());
@@ -148,6 +167,62 @@ fn run_cis(runs: &[RunFigures], metric: impl Fn(&RunFigures) -> Option<Metric>) 
     runs.iter()
         .filter_map(|r| metric(r).map(|m| m.ci))
         .collect()
+}
+
+/// Each run's ln ratio and its standard error (from its t interval over
+/// blocks).
+fn run_logs(runs: &[RunFigures]) -> Vec<(f64, f64)> {
+    runs.iter()
+        .filter_map(|r| {
+            r.rps
+                .map(|m| log_and_se(&m.ci, (m.blocks.max(2) - 1) as f64))
+        })
+        .collect()
+}
+
+/// Groups of [`GROUP`] consecutive runs whose run-level interval holds
+/// `truth(group)` (None: the row is not judged).
+fn count_groups(logs: &[(f64, f64)], truth: impl Fn(std::ops::Range<usize>) -> f64) -> Count {
+    let mut c = Count::default();
+    for start in (0..logs.len() / GROUP).map(|g| g * GROUP) {
+        let range = start..start + GROUP;
+        let Some(ci) = runs_t(&logs[range.clone()]) else {
+            continue;
+        };
+        let x = truth(range);
+        c.runs += 1;
+        c.covered += usize::from(ci.lo <= x && x <= ci.hi);
+    }
+    c
+}
+
+/// exp(mean ln ratio of the runs outside `group`).
+fn leave_group_out(logs: &[(f64, f64)], group: std::ops::Range<usize>) -> f64 {
+    let others: Vec<f64> = (0..logs.len())
+        .filter(|i| !group.contains(i))
+        .map(|i| logs[i].0)
+        .collect();
+    (others.iter().sum::<f64>() / others.len().max(1) as f64).exp()
+}
+
+/// The run-level coverage of a table's A/A and control rows.
+fn run_level(table: &PairedTable, self_alone: bool) -> Option<RunLevel> {
+    let mut level = RunLevel {
+        runs_per_group: GROUP,
+        aa: Count::default(),
+        control: Count::default(),
+    };
+    for r in &table.rows {
+        let logs = run_logs(&r.runs);
+        if r.name.starts_with("aa") {
+            level.aa.add(count_groups(&logs, |_| 1.0));
+        } else if r.name.starts_with("control") && self_alone && logs.len() > GROUP {
+            level
+                .control
+                .add(count_groups(&logs, |g| leave_group_out(&logs, g)));
+        }
+    }
+    (level.aa.runs + level.control.runs > 0).then_some(level)
 }
 
 /// Coverage of the repeated comparisons in `run`, checked against the
@@ -233,6 +308,7 @@ pub fn coverage(run: &Path, alone: Option<&Path>) -> anyhow::Result<Coverage> {
         cpu,
         run: name(run),
         alone_run: alone.map(name),
+        run_level: run_level(&table, self_alone),
     })
 }
 

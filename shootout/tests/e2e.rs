@@ -610,6 +610,12 @@ fn calibrate_control_adds_cpu_per_request() {
     assert!(c["measured_pct"].as_f64().unwrap() < 0.0, "{cal}");
     // Both schedules leave their table.
     let dir = run_dir(out.path());
+    // calibration.json is what its meta.json and raw windows give.
+    let again = shootout::design::calibrate::recompute(&dir).unwrap();
+    assert_eq!(
+        std::fs::read(dir.join("calibration.json")).unwrap(),
+        shootout::design::calibrate::to_json(&again).unwrap()
+    );
     for table in ["calibration", "calibration-duet"] {
         assert!(dir.join(table).join("table.toml").is_file(), "{table}");
     }

@@ -25,7 +25,10 @@ pub fn sections(out: &mut String, tables: &[PairedTable]) -> std::fmt::Result {
          when its 2xx/s CI excludes 1. A comparison repeated as several runs (`runs = N`: fresh \
          processes, a new slot order, apart in time) reports Student's t over the runs' log \
          ratios (runs - 1 degrees of freedom) on the larger of their spread and their own \
-         within-run variance, with the within-run intervals beside it. Server CPU per request = the server's CPU time (all \
+         within-run variance, with the within-run intervals beside it. An interval from one \
+         run covers that run's blocks only: a rerun can land outside it (runs share minutes of \
+         machine state; `shootout coverage` measures how often), so a figure that must hold on a \
+         rerun comes from several runs. Server CPU per request = the server's CPU time (all \
          threads; nginx's added when in front) over its 2xx in the interval; with a server \
          CPU-bound on its core (in a duet the scheduler splits the core evenly), CPU per request \
          is about the inverse of 2xx/s: it is not a second, independent test. Machine states: \

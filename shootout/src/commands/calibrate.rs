@@ -36,6 +36,10 @@ pub(super) struct Args {
     connections: u32,
     #[command(flatten)]
     build: BuildArgs,
+    /// Measure nothing: rewrite calibration.json of the finished calibrate
+    /// run in DIR from its meta.json and raw windows, and print its lines.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["minutes", "out", "server", "spin_pct", "block", "settle", "connections"])]
+    recompute: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -44,7 +48,32 @@ enum ServerArg {
     Ntex,
 }
 
+/// `--recompute DIR`: calibration.json again from the run's own files.
+fn recompute(dir: &std::path::Path) -> ExitCode {
+    let written = calibrate::recompute(dir).and_then(|c| {
+        calibrate::write_json(&dir.join("calibration.json"), &c)?;
+        Ok(c)
+    });
+    match written {
+        Ok(c) => {
+            let mut out = std::io::stdout().lock();
+            for line in calibrate::summary_lines(&c) {
+                let _ = writeln!(out, "{line}");
+            }
+            let _ = writeln!(out, "written: {}", dir.join("calibration.json").display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("shootout: {}: {e:#}", dir.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
 pub(super) fn run(a: Args) -> ExitCode {
+    if let Some(dir) = &a.recompute {
+        return recompute(dir);
+    }
     let opts = CalibrateOptions {
         server: match a.server {
             ServerArg::Actix => Server::Actix,

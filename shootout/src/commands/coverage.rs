@@ -66,6 +66,19 @@ pub(super) fn run(a: Args) -> ExitCode {
         }
         let _ = writeln!(out, "{line}");
     }
+    if let Some(l) = &c.run_level {
+        let mut line = format!(
+            "run level (groups of {} runs): A/A {} of {} hold 1",
+            l.runs_per_group, l.aa.covered, l.aa.runs
+        );
+        if l.control.runs > 0 {
+            line += &format!(
+                "; controls {} of {} hold the other runs' effect",
+                l.control.covered, l.control.runs
+            );
+        }
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(out, "written: {}", a.run.join("coverage.json").display());
     ExitCode::SUCCESS
 }

@@ -132,6 +132,9 @@ pub struct CalibrateOutcome {
     pub interrupted: bool,
 }
 
+/// The interleaved table's directory in the run (the duet's adds `-duet`).
+const TABLE: &str = "calibration";
+
 /// A control row's name at size `pct`: `control-1`, `control-0.5`.
 fn control_name(pct: f64) -> String {
     format!("control-{pct}")
@@ -182,7 +185,7 @@ fn scenario_file(o: &CalibrateOptions) -> anyhow::Result<ScenarioFile> {
     }
     t.insert("scenario".into(), rows.into());
     Ok(parse::parse(
-        Path::new("calibration.toml"),
+        Path::new(&format!("{TABLE}.toml")),
         &toml::to_string(&t)?,
     )?)
 }
@@ -233,8 +236,8 @@ fn set_up(o: &CalibrateOptions) -> anyhow::Result<Setup> {
     std::fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
     let out = std::fs::canonicalize(&o.out)?;
     let dir = out.join(format!("{}-calibration", meta::timestamp()));
-    let table_dir = dir.join(&file.name);
-    let duet_dir = dir.join(format!("{}-duet", file.name));
+    let table_dir = dir.join(TABLE);
+    let duet_dir = dir.join(format!("{TABLE}-duet"));
     let duet = Design::Paired(PairedSettings {
         schedule: Schedule::Duet,
         ..settings.clone()
@@ -354,16 +357,10 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
     if !compare(&interleaved, aa, 0)? {
         return Ok(interrupted(dir.clone()));
     }
-    let aa_windows = read_comparison(&table_dir.join(&aa.name), &mut Vec::new()).windows;
-    let cpus: Vec<f64> = aa_windows.iter().filter_map(|w| w.base_cpu_us).collect();
-    if cpus.is_empty() {
-        bail!("the A/A run measured no server CPU per request");
-    }
-    let cpu_us = cpus.iter().sum::<f64>() / cpus.len() as f64;
-    let mut spun = Vec::new();
+    let cpu_us = aa_cpu_us(&table_dir.join(&aa.name))?;
     for (i, (c, &pct)) in controls.iter().zip(&o.sizes).enumerate() {
         let mut c = c.clone();
-        c.spin_ns = Some((cpu_us * 1000.0 * pct / 100.0).round().max(1.0) as u64);
+        c.spin_ns = Some(spin_ns(cpu_us, pct));
         eprintln!(
             "shootout: server CPU per request {cpu_us:.3} µs: {} spins {} ns",
             c.name,
@@ -374,13 +371,12 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
                 return Ok(interrupted(dir.clone()));
             }
         }
-        spun.push(c);
     }
     let _ = std::fs::remove_dir_all(dir.join("tmp"));
     meta.paired = records.clone();
     meta.write(&dir)?;
     report::analyse(&dir);
-    let cal = figures(o, base, &records, cpu_us, &spun, &table_dir, &duet_dir)?;
+    let cal = recompute(&dir)?;
     write_json(&dir.join("calibration.json"), &cal)?;
     Ok(CalibrateOutcome {
         dir,
@@ -403,36 +399,90 @@ fn log_and_se(m: &Metric) -> (f64, f64) {
     stats::log_and_se(&m.ci, (m.blocks.max(2) - 1) as f64)
 }
 
-/// `calibration.json`'s figures from every comparison's windows.
-fn figures(
-    o: &CalibrateOptions,
-    base: &Scenario,
-    records: &[ComparisonRecord],
-    cpu_us: f64,
-    controls: &[Scenario],
-    table_dir: &Path,
-    duet_dir: &Path,
-) -> anyhow::Result<Calibration> {
-    let aa = figures_of(table_dir, "aa")?;
+/// The server CPU per request (µs) the A/A comparison measured on its
+/// baseline side: what the controls' spins are sized from.
+fn aa_cpu_us(aa_dir: &Path) -> anyhow::Result<f64> {
+    let windows = read_comparison(aa_dir, &mut Vec::new()).windows;
+    let cpus: Vec<f64> = windows.iter().filter_map(|w| w.base_cpu_us).collect();
+    if cpus.is_empty() {
+        bail!("the A/A run measured no server CPU per request");
+    }
+    Ok(cpus.iter().sum::<f64>() / cpus.len() as f64)
+}
+
+/// A control's spin: `pct` % of `cpu_us`, in whole nanoseconds (at least 1).
+fn spin_ns(cpu_us: f64, pct: f64) -> u64 {
+    (cpu_us * 1000.0 * pct / 100.0).round().max(1.0) as u64
+}
+
+/// What `calibration.json` takes from one comparison's record in
+/// `meta.json`.
+struct RecordFacts {
+    row: String,
+    settings: String,
+    seconds: f64,
+    /// The row's server start-up lines, one per block.
+    startup_lines: Vec<String>,
+}
+
+/// `calibration.json` of the calibrate run in `dir`, from its `meta.json`
+/// and the raw windows of its two tables only: the run writes it through
+/// here, and the regression test recomputes every committed one the same
+/// way.
+pub fn recompute(dir: &Path) -> anyhow::Result<Calibration> {
+    let path = dir.join("meta.json");
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+    )
+    .with_context(|| format!("parsing {}", path.display()))?;
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
+    let records: Vec<RecordFacts> = meta["paired"]
+        .as_array()
+        .context("meta.json has no paired records")?
+        .iter()
+        .map(|r| RecordFacts {
+            row: text(&r["row"]).unwrap_or_default(),
+            settings: text(&r["settings"]).unwrap_or_default(),
+            seconds: r["seconds"].as_f64().unwrap_or(0.0),
+            startup_lines: r["blocks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| text(&b["row_startup_line"]))
+                .collect(),
+        })
+        .collect();
+    let first = meta["paired"][0].clone();
+    let table_dir = dir.join(TABLE);
+    let duet_dir = dir.join(format!("{TABLE}-duet"));
+    let cpu_us = aa_cpu_us(&table_dir.join("aa"))?;
+    let aa = figures_of(&table_dir, "aa")?;
     let mut pairs = aa.pairs;
     let mut sizes = Vec::new();
     let (mut sum_m, mut sum_a): ((f64, f64), (f64, f64)) = ((0.0, 0.0), (0.0, 0.0));
-    for (c, &set_pct) in controls.iter().zip(&o.sizes) {
-        let alone = figures_of(table_dir, &c.name)?;
-        let duet = figures_of(duet_dir, &c.name)?;
+    // The controls in the order they ran (interleaved, then the duet, per size).
+    let mut controls: Vec<&RecordFacts> = Vec::new();
+    for r in &records {
+        if r.row.starts_with("control-") && !controls.iter().any(|c| c.row == r.row) {
+            controls.push(r);
+        }
+    }
+    for rec in controls {
+        let set_pct: f64 = rec.row["control-".len()..]
+            .parse()
+            .with_context(|| format!("control row {:?} names no size", rec.row))?;
+        let alone = figures_of(&table_dir, &rec.row)?;
+        let duet = figures_of(&duet_dir, &rec.row)?;
         pairs += alone.pairs + duet.pairs;
         let (m, a) = (log_and_se(&duet.rps), log_and_se(&alone.rps));
         sum_m = (sum_m.0 + m.0, sum_m.1.hypot(m.1));
         sum_a = (sum_a.0 + a.0, sum_a.1.hypot(a.1));
         let (amp, amp_ci) = log_ratio_ci(m, a);
-        let rec = records.iter().find(|r| r.row == c.name);
         sizes.push(ControlSize {
             set_pct,
-            spin_ns: c.spin_ns.unwrap_or(0),
-            spin_iters: rec
-                .and_then(|r| median_field(r, "spin_iters"))
-                .map(|v| v.round() as u64),
-            spin_ns_per_iter: rec.and_then(|r| median_field(r, "spin_ns_per_iter")),
+            spin_ns: spin_ns(cpu_us, set_pct),
+            spin_iters: median_field(&rec.startup_lines, "spin_iters").map(|v| v.round() as u64),
+            spin_ns_per_iter: median_field(&rec.startup_lines, "spin_ns_per_iter"),
             alone_pct: pct(alone.rps.ratio),
             alone_ci95_pct: pct_ci(&alone.rps),
             alone_cpu_pct: pct(alone.cpu.ratio),
@@ -445,15 +495,16 @@ fn figures(
             amplification_ci95: amp_ci,
         });
     }
+    if sizes.is_empty() {
+        bail!("{} has no control comparisons", dir.display());
+    }
     let (value, ci) = log_ratio_ci(sum_m, sum_a);
     Ok(Calibration {
-        date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        cpu_model: meta::cpu_model(),
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .ok()
-            .map(|s| s.trim().to_string()),
-        variant: base.variant(),
+        date: text(&meta["date"]).unwrap_or_default(),
+        cpu_model: text(&meta["cpu_model"]),
+        cores: meta["cores"].as_u64().unwrap_or(0) as usize,
+        kernel: text(&meta["kernel"]),
+        variant: text(&first["base_variant"]).unwrap_or_default(),
         settings: records[0].settings.clone(),
         cpu_us_per_request: cpu_us,
         aa: Aa {
@@ -476,12 +527,10 @@ fn figures(
     })
 }
 
-/// The median of `key`'s value over the row's start-up lines of `rec`.
-fn median_field(rec: &ComparisonRecord, key: &str) -> Option<f64> {
-    let mut v: Vec<f64> = rec
-        .blocks
+/// The median of `key`'s value over a row's start-up lines.
+fn median_field(lines: &[String], key: &str) -> Option<f64> {
+    let mut v: Vec<f64> = lines
         .iter()
-        .filter_map(|b| b.row_startup_line.as_deref())
         .filter_map(|line| app_core::startup_field(line, key)?.parse().ok())
         .collect();
     v.sort_by(f64::total_cmp);
@@ -526,10 +575,17 @@ pub fn summary_lines(c: &Calibration) -> Vec<String> {
     lines
 }
 
-fn write_json(path: &Path, v: &impl Serialize) -> anyhow::Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    let mut bytes = serde_json::to_vec_pretty(v)?;
+/// `calibration.json`'s bytes.
+pub fn to_json(c: &Calibration) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(c)?;
     bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// Writes `calibration.json` through a temporary file and a rename.
+pub fn write_json(path: &Path, c: &Calibration) -> anyhow::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let bytes = to_json(c)?;
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }

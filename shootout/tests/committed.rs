@@ -1,0 +1,93 @@
+//! The committed results that analysis's regression test does not cover:
+//! every `calibration.json` is recomputed from its run's `meta.json` and raw
+//! windows, and every script run (`meta.json` with `"script"`) re-renders
+//! its README.md from its raw files.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn results() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../results")
+}
+
+fn runs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(results())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn every_results_directory_has_its_meta_json_with_git_dirty() {
+    let mut missing = Vec::new();
+    for dir in runs() {
+        let Ok(bytes) = std::fs::read(dir.join("meta.json")) else {
+            missing.push(format!("{}: no meta.json", dir.display()));
+            continue;
+        };
+        let meta: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        if !meta["git_dirty"].is_boolean() || !meta["git_sha"].is_string() {
+            missing.push(format!("{}: no git_sha and git_dirty", dir.display()));
+        }
+    }
+    // The machine's description (2026-11-22-machine) is not a run.
+    missing.retain(|m| !m.contains("-machine:"));
+    assert!(missing.is_empty(), "{missing:#?}");
+}
+
+#[test]
+fn committed_calibrations_match_their_raw_logs() {
+    let mut checked = 0;
+    for dir in runs()
+        .into_iter()
+        .filter(|d| d.join("calibration.json").is_file())
+    {
+        let fresh = shootout::design::calibrate::recompute(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()));
+        assert!(
+            std::fs::read(dir.join("calibration.json")).unwrap()
+                == shootout::design::calibrate::to_json(&fresh).unwrap(),
+            "{}/calibration.json differs from a fresh computation",
+            dir.display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 1, "no committed calibration found");
+}
+
+#[test]
+fn committed_script_runs_render_from_their_raw_files() {
+    let mut checked = 0;
+    for dir in runs() {
+        let Ok(bytes) = std::fs::read(dir.join("meta.json")) else {
+            continue;
+        };
+        let meta: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let Some(script) = meta["script"].as_str() else {
+            continue;
+        };
+        let out = Command::new("bash")
+            .arg(results().join("..").join(script))
+            .arg("--render")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            std::fs::read(dir.join("README.md")).unwrap() == out.stdout,
+            "{}/README.md differs from `{script} --render`",
+            dir.display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 1, "no committed script run found");
+}
