@@ -41,21 +41,21 @@ pub struct Settings {
     pub features: Option<Spanned<Vec<Spanned<String>>>>,
     /// A number, `"logical"` or `"physical"` (the servers' `--workers`).
     pub workers: Option<Spanned<WorkersToml>>,
-    pub backlog: Option<u32>,
+    pub backlog: Option<Spanned<u32>>,
     pub topology: Option<Topology>,
     /// One-way delay added on the client's veth (netns rows; needs netem).
     pub link_delay: Option<Spanned<String>>,
     pub proxy: Option<String>,
-    pub nginx_workers: Option<usize>,
+    pub nginx_workers: Option<Spanned<usize>>,
     pub log: Option<LogSink>,
     pub log_level: Option<String>,
     pub request: Option<Request>,
-    pub connections: Option<u32>,
-    pub threads: Option<u32>,
+    pub connections: Option<Spanned<u32>>,
+    pub threads: Option<Spanned<u32>>,
     pub duration: Option<Spanned<String>>,
     pub warmup: Option<Spanned<String>>,
     pub interval: Option<Spanned<String>>,
-    pub rate: Option<f64>,
+    pub rate: Option<Spanned<f64>>,
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
     pub repetitions: Option<Spanned<u32>>,
@@ -150,6 +150,10 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         return Err(err(0, "no [[scenario]]".into()));
     }
     check_defaults(&raw.defaults, &err)?;
+    check_ranges(&raw.defaults, &err)?;
+    for o in &raw.scenario {
+        check_ranges(o, &err)?;
+    }
     let mut scenarios = Vec::new();
     for (index, o) in raw.scenario.iter().enumerate() {
         let s = row(index, o, &raw.defaults, remote.as_ref(), &scenarios, &err)?;
@@ -176,6 +180,63 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         scenarios,
         remote,
     })
+}
+
+/// A row's own value of a key, else `[defaults]`'s.
+fn pick<T: Copy>(own: &Option<Spanned<T>>, def: &Option<Spanned<T>>) -> Option<T> {
+    own.as_ref().or(def.as_ref()).map(|v| *v.get_ref())
+}
+
+/// Every count and rate in range, at the line that sets it, before
+/// anything is built or started.
+fn check_ranges(s: &Settings, err: &Err) -> Result<(), ScenarioError> {
+    let counts = [
+        (
+            "connections",
+            s.connections
+                .as_ref()
+                .map(|v| (v.span().start, u64::from(*v.get_ref()))),
+        ),
+        (
+            "threads",
+            s.threads
+                .as_ref()
+                .map(|v| (v.span().start, u64::from(*v.get_ref()))),
+        ),
+        (
+            "backlog",
+            s.backlog
+                .as_ref()
+                .map(|v| (v.span().start, u64::from(*v.get_ref()))),
+        ),
+        (
+            "nginx_workers",
+            s.nginx_workers
+                .as_ref()
+                .map(|v| (v.span().start, *v.get_ref() as u64)),
+        ),
+        (
+            "repetitions",
+            s.repetitions
+                .as_ref()
+                .map(|v| (v.span().start, u64::from(*v.get_ref()))),
+        ),
+    ];
+    for (key, value) in counts {
+        if let Some((at, 0)) = value {
+            return Err(err(at, format!("{key} must be at least 1, not 0")));
+        }
+    }
+    if let Some(r) = &s.rate {
+        let v = *r.get_ref();
+        if !(v.is_finite() && v > 0.0) {
+            return Err(err(
+                r.span().start,
+                format!("rate must be a number of requests per second above 0, not {v}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `[defaults]` may not set what belongs to one row.
@@ -270,11 +331,11 @@ fn row(
         server,
         features,
         workers: workers(o.workers.as_ref().or(d.workers.as_ref()), err)?,
-        backlog: o.backlog.or(d.backlog).unwrap_or(1024),
+        backlog: pick(&o.backlog, &d.backlog).unwrap_or(1024),
         topology,
         link_delay: link_delay(o.link_delay.as_ref().or(d.link_delay.as_ref()), err)?,
         proxy,
-        nginx_workers: o.nginx_workers.or(d.nginx_workers).unwrap_or(1),
+        nginx_workers: pick(&o.nginx_workers, &d.nginx_workers).unwrap_or(1),
         log,
         log_level: o
             .log_level
@@ -282,20 +343,19 @@ fn row(
             .or_else(|| d.log_level.clone())
             .unwrap_or_else(|| "info".into()),
         request,
-        connections: o.connections.or(d.connections).unwrap_or(64),
-        threads: o.threads.or(d.threads).unwrap_or(1),
+        connections: pick(&o.connections, &d.connections).unwrap_or(64),
+        threads: pick(&o.threads, &d.threads).unwrap_or(1),
         duration: duration(&o.duration, &d.duration, "10s", false)?,
         warmup: duration(&o.warmup, &d.warmup, "3s", true)?,
         interval: duration(&o.interval, &d.interval, "1s", false)?,
-        rate: o.rate.or(d.rate),
+        rate: pick(&o.rate, &d.rate),
         server_cpus: o.server_cpus.clone().or_else(|| d.server_cpus.clone()),
         loadgen_cpus: o.loadgen_cpus.clone().or_else(|| d.loadgen_cpus.clone()),
         repetitions: o
             .repetitions
             .as_ref()
             .or(d.repetitions.as_ref())
-            .map_or(1, |r| *r.get_ref())
-            .max(1),
+            .map_or(1, |r| *r.get_ref()),
         spin_ns,
         client_timeout,
         hosts,
@@ -927,6 +987,15 @@ mod tests {
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nclient_timeout = 0\n", "t.toml:2: client_timeout = 0 needs the keepalive-os feature (the servers refuse it otherwise)"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = \"all\"\n", "t.toml:4: bad workers: \"all\": expected a number above 0, logical or physical"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = 0\n", "t.toml:4: bad workers"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nconnections = 0\n", "t.toml:4: connections must be at least 1, not 0"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nconnections = -1\n", "t.toml:4: invalid value: integer `-1`"),
+            ("[defaults]\nthreads = 0\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: threads must be at least 1, not 0"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nbacklog = 0\n", "t.toml:4: backlog must be at least 1, not 0"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nnginx_workers = 0\n", "t.toml:4: nginx_workers must be at least 1, not 0"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrepetitions = 0\n", "t.toml:4: repetitions must be at least 1, not 0"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrate = 0.0\n", "t.toml:4: rate must be a number of requests per second above 0, not 0"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrate = -5.0\n", "t.toml:4: rate must be a number of requests per second above 0, not -5"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrate = nan\n", "t.toml:4: rate must be a number of requests per second above 0, not NaN"),
             ("kind = \"disk\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: unknown kind \"disk\""),
             ("kind = \"memory\"\ndesign = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: design is for throughput rows"),
             ("kind = \"memory\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nduration = \"5s\"\n", "t.toml:5: duration is not used by memory rows"),
