@@ -33,7 +33,7 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use serde::Serialize;
 
-use crate::paired::report::{Metric, PairedRow, PairedTable, RunFigures};
+use crate::paired::report::{run_logs, Metric, PairedRow, PairedTable, RunFigures};
 use crate::paired::stats::{log_and_se, log_ratio_ci, runs_t, RatioCi};
 use crate::Options;
 
@@ -155,28 +155,14 @@ fn count(cis: &[RatioCi], truth: impl Fn(usize) -> f64) -> Count {
 /// The reference of run `i` by leave one out: exp(mean of the other runs'
 /// log ratios).
 fn leave_one_out(cis: &[RatioCi], i: usize) -> f64 {
-    let others: Vec<f64> = (0..cis.len())
-        .filter(|&j| j != i)
-        .map(|j| cis[j].ratio.ln())
-        .collect();
-    (others.iter().sum::<f64>() / others.len().max(1) as f64).exp()
+    let logs: Vec<f64> = cis.iter().map(|c| c.ratio.ln()).collect();
+    mean_outside(&logs, i..i + 1)
 }
 
 /// Each run's interval of one metric.
 fn run_cis(runs: &[RunFigures], metric: impl Fn(&RunFigures) -> Option<Metric>) -> Vec<RatioCi> {
     runs.iter()
         .filter_map(|r| metric(r).map(|m| m.ci))
-        .collect()
-}
-
-/// Each run's ln ratio and its standard error (from its t interval over
-/// blocks).
-fn run_logs(runs: &[RunFigures]) -> Vec<(f64, f64)> {
-    runs.iter()
-        .filter_map(|r| {
-            r.rps
-                .map(|m| log_and_se(&m.ci, (m.blocks.max(2) - 1) as f64))
-        })
         .collect()
 }
 
@@ -198,9 +184,15 @@ fn count_groups(logs: &[(f64, f64)], truth: impl Fn(std::ops::Range<usize>) -> f
 
 /// exp(mean ln ratio of the runs outside `group`).
 fn leave_group_out(logs: &[(f64, f64)], group: std::ops::Range<usize>) -> f64 {
-    let others: Vec<f64> = (0..logs.len())
-        .filter(|i| !group.contains(i))
-        .map(|i| logs[i].0)
+    let lns: Vec<f64> = logs.iter().map(|l| l.0).collect();
+    mean_outside(&lns, group)
+}
+
+/// exp(mean of the ln ratios outside `skip`).
+fn mean_outside(lns: &[f64], skip: std::ops::Range<usize>) -> f64 {
+    let others: Vec<f64> = (0..lns.len())
+        .filter(|i| !skip.contains(i))
+        .map(|i| lns[i])
         .collect();
     (others.iter().sum::<f64>() / others.len().max(1) as f64).exp()
 }

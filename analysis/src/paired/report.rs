@@ -77,11 +77,15 @@ pub struct RunFigures {
 /// (runs − 1 degrees of freedom), never narrower than the runs' own
 /// errors allow ([`stats::runs_t`]). `None` with fewer than 2 runs.
 pub fn across_runs(runs: &[RunFigures]) -> Option<RatioCi> {
-    let logs: Vec<(f64, f64)> = runs
-        .iter()
+    stats::runs_t(&run_logs(runs))
+}
+
+/// Each run's 2xx/s ln ratio and its standard error (from its t interval
+/// over blocks): what [`across_runs`] and coverage's run level combine.
+pub fn run_logs(runs: &[RunFigures]) -> Vec<(f64, f64)> {
+    runs.iter()
         .filter_map(|r| r.rps.map(|m| (m.ratio.ln(), within_se(&m))))
-        .collect();
-    stats::runs_t(&logs)
+        .collect()
 }
 
 /// A run's standard error of its ln ratio, from its t interval over blocks.
