@@ -29,7 +29,8 @@ pub fn analyse(dir: &Path, opts: &Options) -> (Option<Report>, Vec<Problem>) {
         Ok(r) => r,
         Err(p) => return (None, vec![p]),
     };
-    let report = report::build(&tables, opts, &mut problems);
+    let mut report = report::build(&tables, opts, &mut problems);
+    report.source = report::Source::read(dir);
     if report.tables.is_empty() && report.paired.is_empty() && report.memory.is_empty() {
         problems.push(Problem(format!(
             "{}: no log could be analysed",
@@ -52,8 +53,22 @@ pub fn render(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
             export::JsonExporter.serialize(report)?,
         ),
     ];
-    files.extend(export::charts(report)?);
+    let charts = export::charts(report)?;
+    let readme = String::from_utf8_lossy(&files[0].1).into_owned();
+    let page = export::html::page(report, &readme, &charts);
+    files.extend(charts);
+    files.push(("index.html".to_string(), page.into_bytes()));
     Ok(files)
+}
+
+/// `index.html` for a run directory the analysis cannot read (a script's
+/// run with its own README.md): that README, the machine and the raw files.
+pub fn render_page_from_readme(dir: &Path) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let path = dir.join("README.md");
+    let readme =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let page = export::html::page_from_readme(&report::Source::read(dir), &readme);
+    Ok(vec![("index.html".to_string(), page.into_bytes())])
 }
 
 /// Writes the rendered files into `dir`, each through a temporary file and a

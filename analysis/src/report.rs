@@ -36,6 +36,58 @@ pub struct Report {
     /// Memory tables (absent from summary.json when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<crate::memory::report::MemoryTable>,
+    /// Where the report came from, for index.html (not in summary.json).
+    #[serde(skip)]
+    pub source: Source,
+}
+
+/// A run directory's name, its `meta.json` and its files, for the page.
+#[derive(Debug, Clone, Default)]
+pub struct Source {
+    /// The run directory's name.
+    pub run: String,
+    pub meta: Option<serde_json::Value>,
+    /// Every file under the run directory (relative, sorted), except the
+    /// rendered outputs at its top (README.md, summary.json, index.html,
+    /// the charts), so that rendering twice gives the same page.
+    pub files: Vec<String>,
+}
+
+impl Source {
+    /// Reads `dir`'s name, meta.json and file list.
+    pub fn read(dir: &std::path::Path) -> Source {
+        let meta = std::fs::read(dir.join("meta.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    if e.file_name() != "tmp" {
+                        stack.push(p);
+                    }
+                } else if let Ok(rel) = p.strip_prefix(dir) {
+                    let rel = rel.to_string_lossy().into_owned();
+                    let rendered = !rel.contains('/')
+                        && (["README.md", "summary.json", "index.html"].contains(&rel.as_str())
+                            || rel.ends_with(".svg"));
+                    if !rel.starts_with('.') && !rendered {
+                        files.push(rel);
+                    }
+                }
+            }
+        }
+        files.sort();
+        Source {
+            run: dir
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            meta,
+            files,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -235,6 +287,7 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
         tables: out,
         paired,
         memory,
+        source: Source::default(),
     }
 }
 

@@ -128,7 +128,8 @@ fn rendered_markdown_snapshot() {
             "loadgen-rps-over-time.svg",
             "loadgen-rps-ci.svg",
             "original-rps-over-time.svg",
-            "original-rps-ci.svg"
+            "original-rps-ci.svg",
+            "index.html"
         ]
     );
     for (name, bytes) in &files {
@@ -355,7 +356,7 @@ fn committed_results_match_their_raw_logs() {
         let files = analysis::render(&report.unwrap()).unwrap();
         for (name, bytes) in files
             .iter()
-            .filter(|(n, _)| n == "README.md" || n == "summary.json")
+            .filter(|(n, _)| ["README.md", "summary.json", "index.html"].contains(&n.as_str()))
         {
             let committed = std::fs::read(dir.join(name)).unwrap();
             assert!(

@@ -84,6 +84,13 @@ fn committed_script_runs_render_from_their_raw_files() {
             "{}/README.md differs from `{script} --render`",
             dir.display()
         );
+        // Its page is the one `shootout report` makes from that README.
+        let page = analysis::render_page_from_readme(&dir).unwrap();
+        assert!(
+            std::fs::read(dir.join("index.html")).unwrap() == page[0].1,
+            "{}/index.html is stale: run `shootout report` on it",
+            dir.display()
+        );
         checked += 1;
     }
     assert!(checked >= 1, "no committed script run found");

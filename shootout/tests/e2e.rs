@@ -119,14 +119,14 @@ fn meta(out: &Path) -> serde_json::Value {
 }
 
 #[test]
-fn quick_matrix_end_to_end_with_counter_check() {
+fn sequential_matrix_end_to_end_with_counter_check() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // --out relative to the working directory, as a user types it: nginx
     // (the ntex-nginx row) must still find its private prefix.
     let out = tempfile::tempdir_in(target_dir()).unwrap();
     let child = shootout(&[
         "run",
-        "scenarios/quick.toml",
+        "shootout/tests/fixtures/sequential.toml",
         "--duration",
         "2s",
         "--build-profile",
@@ -182,9 +182,10 @@ fn quick_matrix_end_to_end_with_counter_check() {
     for f in [
         "README.md",
         "summary.json",
-        "quick-rps-ci.svg",
-        "quick/ntex-netns.jsonl",
-        "quick/table.toml",
+        "index.html",
+        "sequential-rps-ci.svg",
+        "sequential/ntex-netns.jsonl",
+        "sequential/table.toml",
     ] {
         assert!(run.join(f).is_file(), "{f} missing");
     }
@@ -242,7 +243,7 @@ fn sigint_stops_everything_and_exits_130() {
     let out = tempfile::tempdir().unwrap();
     let mut child = shootout(&[
         "run",
-        "scenarios/quick.toml",
+        "shootout/tests/fixtures/sequential.toml",
         "--only",
         "ntex-netns",
         "--duration",
@@ -257,7 +258,7 @@ fn sigint_stops_everything_and_exits_130() {
     .spawn()
     .unwrap();
     let pid = child.id();
-    wait_for_first_record(&mut child, out.path(), "quick/ntex-netns.jsonl", 300);
+    wait_for_first_record(&mut child, out.path(), "sequential/ntex-netns.jsonl", 300);
     assert!(
         !namespaces_of(pid).is_empty(),
         "the netns row should be running"
@@ -324,6 +325,91 @@ fn run_dir(out: &Path) -> PathBuf {
         .next()
         .expect("a run directory")
         .path()
+}
+
+#[test]
+fn the_main_command_is_paired_and_prints_what_it_decides() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
+    let child = shootout(&[
+        "run",
+        "scenarios/quick.toml",
+        "--blocks",
+        "4",
+        "--duration",
+        "1s",
+        "--build-profile",
+        "dev",
+        "--out",
+    ])
+    .arg(out.path())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let result = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stdout}\n{stderr}");
+    // Each comparison against the row it names, and one answer line each,
+    // after the table's title (the words depend on this run's numbers).
+    let m = meta(out.path());
+    let pairs: Vec<(String, String)> = m["paired"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["row"].as_str().unwrap().into(),
+                c["baseline"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let want = [
+        ("ntex", "actix"),
+        ("ntex-nginx", "ntex"),
+        ("ntex-netns", "ntex"),
+        ("aa", "actix"),
+    ];
+    assert_eq!(
+        pairs,
+        want.map(|(a, b)| (a.to_string(), b.to_string())),
+        "{stdout}"
+    );
+    let answers: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Quick matrix"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert_eq!(answers.len(), 4, "{stdout}");
+    let words = ["is ", "no difference this run can resolve", "resolves"];
+    for (line, name) in
+        answers
+            .iter()
+            .zip(["ntex/actix", "ntex-nginx/ntex", "ntex-netns/ntex", "A/A"])
+    {
+        assert!(line.trim_start().starts_with(name), "{line}");
+        assert!(line.contains(", 95 %)"), "{line}");
+        assert!(words.iter().any(|w| line.contains(w)), "{line}");
+    }
+    let run = run_dir(out.path());
+    let page = std::fs::read_to_string(run.join("index.html")).unwrap();
+    assert!(page.contains("<table class=\"answers\">"));
+    let readme = std::fs::read_to_string(run.join("README.md")).unwrap();
+    assert!(
+        readme.contains(
+            "ntex behind nginx (proxy.conf) (against ntex, global counter, KeepAlive::Os)"
+        ),
+        "{readme}"
+    );
+    assert!(
+        leftovers(out.path()).is_empty(),
+        "{:?}",
+        leftovers(out.path())
+    );
+    assert!(namespaces_of(pid).is_empty());
 }
 
 #[test]

@@ -43,6 +43,14 @@ pub fn sections(out: &mut String, tables: &[PairedTable]) -> std::fmt::Result {
     Ok(())
 }
 
+/// A row's label, with the row it was compared with when not the baseline.
+fn row_label(r: &PairedRow) -> String {
+    match &r.against_label {
+        Some(a) => format!("{} (against {a})", r.label),
+        None => r.label.clone(),
+    }
+}
+
 fn table(out: &mut String, t: &PairedTable) -> std::fmt::Result {
     writeln!(
         out,
@@ -51,6 +59,17 @@ fn table(out: &mut String, t: &PairedTable) -> std::fmt::Result {
     )?;
     if let Some(effect) = schedule_effect(&t.schedule) {
         writeln!(out, "Schedule {effect}.\n")?;
+    }
+    if !t.answers.is_empty() {
+        writeln!(
+            out,
+            "What this run decides (2xx/s ratio with its 95 % interval; a difference decides \
+             when its interval excludes 1 by more than the A/A's interval reaches from 1):\n\n```text"
+        )?;
+        for line in crate::paired::answer::lines(&t.answers) {
+            writeln!(out, "{line}")?;
+        }
+        writeln!(out, "```\n")?;
     }
     writeln!(
         out,
@@ -61,7 +80,7 @@ fn table(out: &mut String, t: &PairedTable) -> std::fmt::Result {
         writeln!(
             out,
             "| {} | {} | {} | {} | {} ({}) | {:.0} / {:.0} | {} / {} | {} |",
-            r.label,
+            row_label(r),
             rps_text(r),
             metric_text(r.cpu.as_ref()),
             verdict(r),

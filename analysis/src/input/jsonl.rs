@@ -7,6 +7,29 @@ use loadgen::Record;
 use super::Problem;
 use crate::model::{Interval, Latency};
 
+/// The latency of a summary record.
+pub(crate) fn latency_of(s: loadgen::SummaryRecord) -> Latency {
+    let l = &s.latency_us;
+    Latency {
+        p50: l.p50 as f64,
+        p99: l.p99 as f64,
+        p90: Some(l.p90 as f64),
+        p99_9: Some(l.p99_9 as f64),
+        max: Some(l.max as f64),
+        histogram: s.histogram,
+    }
+}
+
+/// The latency of a log's summary record, if it has one.
+pub(crate) fn summary_latency(text: &str) -> Option<Latency> {
+    text.lines()
+        .rev()
+        .find_map(|l| match serde_json::from_str::<Record>(l) {
+            Ok(Record::Summary(s)) => Some(latency_of(s)),
+            _ => None,
+        })
+}
+
 pub fn read(
     path: &Path,
     text: &str,
@@ -30,17 +53,7 @@ pub fn read(
                 errors: Some(r.errors.total()),
                 warmup: r.warmup,
             }),
-            Ok(Record::Summary(s)) => {
-                let l = &s.latency_us;
-                latency = Some(Latency {
-                    p50: l.p50 as f64,
-                    p99: l.p99 as f64,
-                    p90: Some(l.p90 as f64),
-                    p99_9: Some(l.p99_9 as f64),
-                    max: Some(l.max as f64),
-                    histogram: s.histogram,
-                })
-            }
+            Ok(Record::Summary(s)) => latency = Some(latency_of(s)),
             Ok(Record::Held(_) | Record::HoldSummary(_)) => problems.push(Problem(format!(
                 "{shown}:{number}: a --hold record in a throughput log"
             ))),

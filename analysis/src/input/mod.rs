@@ -16,7 +16,7 @@
 //! original = { rps = 43904, sd = 7729 }
 //! ```
 
-mod jsonl;
+pub(crate) mod jsonl;
 mod text;
 
 use std::path::{Path, PathBuf};
@@ -54,6 +54,14 @@ pub struct RowSpec {
     pub name: String,
     pub label: Option<String>,
     pub original: Option<Original>,
+    /// Paired tables: the row this one was compared with, when not the
+    /// table's baseline.
+    pub against: Option<String>,
+    /// Paired tables: whether the row runs exactly what it is compared
+    /// with (an A/A row, whose interval shows how finely the run resolves).
+    /// Runs recorded before this existed have none, and get no answer
+    /// lines: which of their rows was an A/A is not on record.
+    pub aa: Option<bool>,
 }
 
 /// A published figure to compare a row with: mean RPS and, when given, its

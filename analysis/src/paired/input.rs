@@ -41,6 +41,9 @@ impl Window {
 #[derive(Debug, Clone, Default)]
 pub struct Comparison {
     pub windows: Vec<Window>,
+    /// Each block's latency (its loadgen's summary), row and base.
+    pub row_latency: Vec<crate::model::Latency>,
+    pub base_latency: Vec<crate::model::Latency>,
     pub blocks: u32,
     /// Intervals left out by the pairing rules (see [`read_comparison`]).
     pub dropped: usize,
@@ -90,6 +93,10 @@ pub fn read_comparison(dir: &Path, problems: &mut Vec<Problem>) -> Comparison {
             }
         };
         let cpu = read("cpu").unwrap_or_default();
+        out.row_latency
+            .extend(crate::input::jsonl::summary_latency(&row));
+        out.base_latency
+            .extend(crate::input::jsonl::summary_latency(&base));
         let row = intervals(&row);
         let base = intervals(&base);
         let samples: BTreeMap<u64, CpuSample> = cpu

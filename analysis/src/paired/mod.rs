@@ -12,6 +12,7 @@
 //! - `block-NN-ab.cpu.jsonl`: one [`CpuSample`] per interval boundary, the
 //!   CPU time of both servers read from /proc by the runner.
 
+pub mod answer;
 pub mod input;
 pub mod report;
 pub mod stats;

@@ -64,7 +64,7 @@ pub fn cpu_metric(windows: &[Window]) -> Option<Metric> {
 }
 
 /// One run of a repeated comparison (`runs = N`): its own figures.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct RunFigures {
     pub run: u32,
     pub blocks: u32,
@@ -107,6 +107,14 @@ pub struct StateFigures {
 pub struct PairedRow {
     pub name: String,
     pub label: String,
+    /// The row it was compared with when not the table's baseline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub against_label: Option<String>,
+    /// An A/A row: it runs exactly what it is compared with.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub aa: bool,
     pub blocks: u32,
     pub pairs: usize,
     /// Intervals the pairing rules left out.
@@ -116,6 +124,13 @@ pub struct PairedRow {
     pub base_rps_mean: f64,
     pub row_cpu_us_mean: Option<f64>,
     pub base_cpu_us_mean: Option<f64>,
+    /// Latency percentiles of every block's merged histogram, row and base
+    /// (closed-model load at saturation: mostly queueing; absent for logs
+    /// without histograms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row_latency_us: Option<crate::latency::RowLatency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_latency_us: Option<crate::latency::RowLatency>,
     /// Over every block of every run.
     pub rps: Option<Metric>,
     pub cpu: Option<Metric>,
@@ -148,6 +163,10 @@ pub struct PairedTable {
     pub baseline_label: String,
     /// How the stacks were loaded: `duet`, `alternate` or `interleave`.
     pub schedule: String,
+    /// What the table decides, a line per comparison (see
+    /// [`super::answer`]); none for runs that did not record their A/A rows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<super::answer::Answer>,
     pub rows: Vec<PairedRow>,
 }
 
@@ -193,7 +212,15 @@ pub fn row_figures(name: &str, label: &str, runs: &[(u32, Comparison)]) -> Paire
     } else {
         Vec::new()
     };
+    let latency = |f: fn(&Comparison) -> &Vec<crate::model::Latency>| {
+        let all: Vec<&crate::model::Latency> = runs.iter().flat_map(|(_, c)| f(c)).collect();
+        crate::latency::merged(&all)
+    };
+    let (row_latency_us, base_latency_us) =
+        (latency(|c| &c.row_latency), latency(|c| &c.base_latency));
     let c = Comparison {
+        row_latency: Vec::new(),
+        base_latency: Vec::new(),
         windows: runs.iter().flat_map(|(_, c)| c.windows.clone()).collect(),
         blocks: runs.iter().map(|(_, c)| c.blocks).sum(),
         dropped: runs.iter().map(|(_, c)| c.dropped).sum(),
@@ -220,6 +247,9 @@ pub fn row_figures(name: &str, label: &str, runs: &[(u32, Comparison)]) -> Paire
     PairedRow {
         name: name.into(),
         label: label.into(),
+        against: None,
+        against_label: None,
+        aa: false,
         blocks: c.blocks,
         pairs: w.len(),
         dropped: c.dropped,
@@ -227,6 +257,8 @@ pub fn row_figures(name: &str, label: &str, runs: &[(u32, Comparison)]) -> Paire
         base_rps_mean: mean(w.iter().map(|w| w.base_rps)).unwrap_or(0.0),
         row_cpu_us_mean: mean(w.iter().filter_map(|w| w.row_cpu_us)),
         base_cpu_us_mean: mean(w.iter().filter_map(|w| w.base_cpu_us)),
+        row_latency_us,
+        base_latency_us,
         rps: rps_metric(w),
         cpu: cpu_metric(w),
         across_runs: across_runs(&run_figures),
@@ -285,7 +317,11 @@ pub fn build(
             problems.push(Problem(format!("{}: no paired window", sub.display())));
             continue;
         }
-        rows.push(row_figures(&r.name, &label_of(&r.name), &runs));
+        let mut figures = row_figures(&r.name, &label_of(&r.name), &runs);
+        figures.against_label = r.against.as_deref().map(label_of);
+        figures.against = r.against.clone();
+        figures.aa = r.aa == Some(true);
+        rows.push(figures);
     }
     if rows.is_empty() {
         return None;
@@ -298,12 +334,23 @@ pub fn build(
         )));
         return None;
     }
-    Some(PairedTable {
+    let mut table = PairedTable {
         schedule,
         name: name.into(),
         title: spec.title.clone().unwrap_or_else(|| name.into()),
         baseline_label: label_of(&baseline),
         baseline,
+        answers: Vec::new(),
         rows,
-    })
+    };
+    // Answers only where the runner recorded which rows are A/A rows.
+    let recorded = spec
+        .row
+        .iter()
+        .filter(|r| table.rows.iter().any(|x| x.name == r.name))
+        .all(|r| r.aa.is_some());
+    if recorded {
+        table.answers = super::answer::answers(&table);
+    }
+    Some(table)
 }

@@ -5,6 +5,7 @@ mod calibrate;
 mod coverage;
 mod hosts;
 mod list;
+mod report;
 mod run;
 mod setup;
 
@@ -38,6 +39,10 @@ enum Cmd {
     Setup(setup::Args),
     /// List the scenarios of FILE with their settings.
     List(list::Args),
+    /// Rebuild a past run's report from its raw data: README.md,
+    /// summary.json, the charts and index.html (one self-contained page to
+    /// open in a browser); a script's run gets index.html from its README.
+    Report(report::Args),
     /// Measure what difference this machine can resolve: an A/A comparison
     /// and a positive control (a known added CPU cost per request), both in
     /// the paired design; writes calibration.json.
@@ -81,6 +86,7 @@ pub fn main() -> ExitCode {
         Cmd::Run(a) => run::run(a),
         Cmd::Setup(a) => setup::run(a),
         Cmd::List(a) => list::run(a),
+        Cmd::Report(a) => report::run(a),
         Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Hosts(a) => hosts::run(a),
         Cmd::Coverage(a) => coverage::run(a),

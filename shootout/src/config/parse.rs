@@ -72,6 +72,9 @@ pub struct Settings {
     pub server_host: Option<Spanned<String>>,
     pub proxy_host: Option<Spanned<String>>,
     pub load_hosts: Option<Spanned<Vec<String>>>,
+    /// Paired files: the row this one is compared with (the file's
+    /// baseline when absent).
+    pub against: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -255,6 +258,12 @@ fn check_defaults(d: &Settings, err: &Err) -> Result<(), ScenarioError> {
             "[defaults] cannot set a published figure: it belongs to one scenario".into(),
         ));
     }
+    if let Some(n) = &d.against {
+        return Err(err(
+            n.span().start,
+            "[defaults] cannot set against: each row names the row it is compared with".into(),
+        ));
+    }
     Ok(())
 }
 
@@ -363,6 +372,7 @@ fn row(
             Some(sp) => Some(original(sp, err)?),
             None => None,
         },
+        against: o.against.as_ref().map(|a| a.get_ref().clone()),
     })
 }
 
@@ -549,6 +559,38 @@ fn pick_duration(
     Ok(d)
 }
 
+/// Paired files: every `against` names another row, and the baseline, which
+/// every other row is compared with by default, is compared with nothing.
+fn check_against(raw: &RawFile, err: &Err) -> Result<(), ScenarioError> {
+    let names: Vec<&str> = raw
+        .scenario
+        .iter()
+        .filter_map(|o| o.name.as_ref().map(|n| n.get_ref().as_str()))
+        .collect();
+    let baseline = raw.baseline.as_ref().map(|b| b.get_ref().as_str());
+    for o in &raw.scenario {
+        let (Some(a), Some(name)) = (&o.against, &o.name) else {
+            continue;
+        };
+        let (a, at, name) = (
+            a.get_ref().as_str(),
+            a.span().start,
+            name.get_ref().as_str(),
+        );
+        let problem = if !names.contains(&a) {
+            format!("against {a:?} is not a scenario name")
+        } else if a == name {
+            format!("scenario {name:?} is against itself: an A/A row is a second row with the same settings")
+        } else if Some(name) == baseline {
+            format!("{name:?} is the baseline: it is compared with nothing, so it takes no against")
+        } else {
+            continue;
+        };
+        return Err(err(at, problem));
+    }
+    Ok(())
+}
+
 /// The file's design (`design`, `kind` and their tables), checked against
 /// its rows.
 fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, ScenarioError> {
@@ -582,6 +624,7 @@ fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, Sc
                     ));
                 }
             }
+            check_against(raw, err)?;
             Design::Paired(paired_settings(raw.paired.as_ref(), err)?)
         }
         Some((other, span)) => {
@@ -591,6 +634,14 @@ fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, Sc
             ))
         }
     };
+    if !matches!(design, Design::Paired(_)) {
+        if let Some(a) = raw.scenario.iter().find_map(|o| o.against.as_ref()) {
+            return Err(err(
+                a.span().start,
+                "against is for design = \"paired\" (a row compared with another)".into(),
+            ));
+        }
+    }
     if let (Design::Sequential, Some(p)) = (&design, &raw.paired) {
         return Err(err(
             p.span().start,
@@ -944,6 +995,26 @@ mod tests {
     }
 
     #[test]
+    fn paired_rows_name_what_they_are_compared_with_and_a_same_setup_row_is_an_aa() {
+        let f = parse_str("design = \"paired\"\nbaseline = \"actix\"\n[defaults]\nconnections = 8\n[[scenario]]\nname = \"actix\"\nserver = \"actix\"\n[[scenario]]\nname = \"ntex\"\nserver = \"ntex\"\n[[scenario]]\nname = \"ntex-nginx\"\nserver = \"ntex\"\nproxy = \"proxy\"\nagainst = \"ntex\"\n[[scenario]]\nname = \"aa\"\nlabel = \"A/A\"\nserver = \"actix\"\n")
+            .unwrap();
+        let [actix, ntex, nginx, aa] = &f.scenarios[..] else {
+            panic!("{:?}", f.scenarios)
+        };
+        assert_eq!(nginx.against.as_deref(), Some("ntex"));
+        assert_eq!(
+            (ntex.against.as_deref(), aa.against.as_deref()),
+            (None, None)
+        );
+        assert!(aa.same_setup(actix));
+        assert!(!ntex.same_setup(actix));
+        assert!(
+            !nginx.same_setup(ntex),
+            "a proxy in front is not the same setup"
+        );
+    }
+
+    #[test]
     fn memory_files_and_musl_rows() {
         let f = parse_str("kind = \"memory\"\n[memory]\nhold = \"4s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nconnections = 10000\nlibc = \"musl\"\n").unwrap();
         let Design::Memory(m) = &f.design else {
@@ -973,6 +1044,11 @@ mod tests {
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\noriginal = { rps = 1, sd = -2 }\n", "t.toml:4: original needs rps > 0 and sd >= 0"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\noriginal = { rps = 1, mean = 2 }\n", "t.toml:4: unknown field `mean`"),
             ("design = \"paired\"\nbaseline = \"nope\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: baseline \"nope\" is not a scenario name"),
+            ("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nagainst = \"c\"\n", "t.toml:9: against \"c\" is not a scenario name"),
+            ("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nagainst = \"b\"\n", "t.toml:9: scenario \"b\" is against itself"),
+            ("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nagainst = \"b\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\n", "t.toml:6: \"a\" is the baseline: it is compared with nothing"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nagainst = \"a\"\n", "t.toml:7: against is for design = \"paired\""),
+            ("design = \"paired\"\nbaseline = \"a\"\n[defaults]\nagainst = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:4: [defaults] cannot set against"),
             ("design = \"paired\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: design = \"paired\" needs a baseline"),
             ("design = \"duet\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:1: unknown design \"duet\""),
             ("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrepetitions = 3\n", "t.toml:6: repetitions is not used by design = \"paired\""),

@@ -181,7 +181,7 @@ impl Default for PairedSettings {
 }
 
 /// One row, with every default applied.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
     pub name: String,
     pub label: String,
@@ -214,6 +214,9 @@ pub struct Scenario {
     pub original: Option<analysis::Original>,
     /// Set for rows on remote hosts (`server_host`, `load_hosts`…).
     pub hosts: Option<crate::config::hosts::RowHosts>,
+    /// Paired files: the row this one is compared with, when not the file's
+    /// baseline (`against = "ntex"`: ntex behind nginx against ntex).
+    pub against: Option<String>,
 }
 
 /// A parsed scenario file.
@@ -238,6 +241,20 @@ impl Scenario {
             features: self.features.clone(),
             libc: self.libc,
         }
+    }
+
+    /// True when this row runs exactly what `other` runs (only the name,
+    /// label, published figure and comparison differ): compared with it, it
+    /// is an A/A row, which measures how finely a run resolves.
+    pub fn same_setup(&self, other: &Scenario) -> bool {
+        let plain = |s: &Scenario| Scenario {
+            name: String::new(),
+            label: String::new(),
+            original: None,
+            against: None,
+            ..s.clone()
+        };
+        plain(self) == plain(other)
     }
 
     /// `actix-server+global-counter+keepalive-os`: one build per distinct value.

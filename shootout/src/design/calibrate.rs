@@ -12,6 +12,7 @@
 //! amplification (measured / alone). Writes the paired reports of both
 //! schedules as two tables.
 
+use crate::record::progress::Progress;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -321,10 +322,12 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
     let interleaved = paired::Ctx {
         run: &run,
         settings: &settings,
+        progress: Progress::lines(),
     };
     let duet = paired::Ctx {
         run: &duet_run,
         settings: &duet_settings,
+        progress: Progress::lines(),
     };
     let mut meta = Meta::collect(&root, "shootout calibrate");
     meta.design = "paired".into();

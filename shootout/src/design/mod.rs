@@ -157,7 +157,7 @@ pub fn run_file(
     };
     let outcome = match &design {
         Design::Sequential => sequential::run_all(&run, &scenarios, &mut meta)?,
-        Design::Paired(p) => paired::run_all(&run, &scenarios, p, &mut meta)?,
+        Design::Paired(p) => paired::run_all(&run, &scenarios, opts.only.as_deref(), p, &mut meta)?,
         Design::Memory(m) => memory::run_all(&run, &scenarios, m, &mut meta)?,
     };
     let _ = std::fs::remove_dir_all(dir.join("tmp"));
@@ -210,9 +210,18 @@ fn select(file: &ScenarioFile, opts: &RunOptions) -> anyhow::Result<(Vec<Scenari
             if opts.only.as_deref() == Some(base) {
                 bail!("{path}: {base:?} is the baseline; compare it with itself through a row with the same settings (an A/A row)");
             }
-            if !scenarios.iter().any(|s| s.name == base) {
-                let b = file.scenarios.iter().find(|s| s.name == base);
-                scenarios.insert(0, b.context("no baseline row")?.clone());
+            // Rows a selected row is compared with run too (after the
+            // baseline), without being compared themselves.
+            let wanted: Vec<String> = scenarios.iter().filter_map(|s| s.against.clone()).collect();
+            for name in wanted.iter().rev().chain([&base.to_string()]) {
+                if !scenarios.iter().any(|s| &s.name == name) {
+                    let r = file.scenarios.iter().find(|s| &s.name == name);
+                    scenarios.insert(0, r.context("no such row")?.clone());
+                }
+            }
+            if let Some(i) = scenarios.iter().position(|s| s.name == base) {
+                let b = scenarios.remove(i);
+                scenarios.insert(0, b);
             }
         }
     }
@@ -332,5 +341,38 @@ impl<'a> Job<'a> {
             tmp: self.tmp.clone(),
         };
         Stack::start(&spec, place)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_row_runs_with_the_rows_it_is_compared_with_baseline_first() {
+        let file = crate::config::parse::parse(
+            Path::new("scenarios/quick.toml"),
+            &std::fs::read_to_string(build::workspace_root().join("scenarios/quick.toml")).unwrap(),
+        )
+        .unwrap();
+        let opts = |only: Option<&str>| RunOptions {
+            only: only.map(String::from),
+            duration: None,
+            blocks: None,
+            runs: None,
+            out: PathBuf::new(),
+            profile: build::Profile::Dev,
+        };
+        let names = |only| -> Vec<String> {
+            let (rows, _) = select(&file, &opts(only)).unwrap();
+            rows.into_iter().map(|s| s.name).collect()
+        };
+        assert_eq!(names(Some("ntex-nginx")), ["actix", "ntex", "ntex-nginx"]);
+        assert_eq!(names(Some("aa")), ["actix", "aa"]);
+        assert_eq!(
+            names(None),
+            ["actix", "ntex", "ntex-nginx", "ntex-netns", "aa"]
+        );
+        assert!(select(&file, &opts(Some("actix"))).is_err());
     }
 }

@@ -47,6 +47,7 @@ use crate::place::placement::Placement;
 use crate::place::running::{Boundaries, Running};
 use crate::record::comparison::{BlockRecord, ComparisonRecord, SideFacts};
 use crate::record::meta::Meta;
+use crate::record::progress::Progress;
 use crate::record::report;
 use crate::stack::{Stack, StackSpec};
 use crate::Interrupted;
@@ -55,34 +56,60 @@ use crate::Interrupted;
 pub struct Ctx<'a> {
     pub run: &'a Prepared<'a>,
     pub settings: &'a PairedSettings,
+    pub progress: Progress,
 }
 
-/// Every row against the baseline (the first row), one comparison after
-/// another.
+/// Every row against its baseline (`against`, else the first row), one
+/// comparison after another; with `only`, that row alone (the rows it is
+/// compared with run beside it, uncompared).
 pub fn run_all(
     run: &Prepared,
     scenarios: &[Scenario],
+    only: Option<&str>,
     settings: &PairedSettings,
     meta: &mut Meta,
 ) -> anyhow::Result<RunOutcome> {
-    let (base, rows) = scenarios.split_first().context("no baseline")?;
-    let ctx = Ctx { run, settings };
+    let (first, rows) = scenarios.split_first().context("no baseline")?;
+    let pairs: Vec<(&Scenario, &Scenario)> = rows
+        .iter()
+        .filter(|r| only.is_none_or(|o| o == r.name))
+        .map(|r| {
+            let base = match &r.against {
+                Some(a) => scenarios
+                    .iter()
+                    .find(|s| &s.name == a)
+                    .with_context(|| format!("{}: no row {a:?} to compare with", r.name)),
+                None => Ok(first),
+            };
+            base.map(|b| (b, r))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let planned = u64::from(settings.runs) * pairs.len() as u64 * u64::from(settings.blocks);
+    let ctx = Ctx {
+        run,
+        settings,
+        progress: Progress::new(planned),
+    };
     meta.design = "paired".into();
     let mut comparisons = Vec::new();
     // Runs in rounds (every comparison once, then again), so that a
     // comparison's runs are apart in time, separated by the others.
+    let pairs = &pairs;
     let units =
-        (1..=settings.runs).flat_map(|r| rows.iter().enumerate().map(move |(i, row)| (r, i, row)));
-    let interrupted = each(run, units, |(r, i, row)| {
+        (1..=settings.runs).flat_map(|r| pairs.iter().enumerate().map(move |(i, p)| (r, i, *p)));
+    let interrupted = each(run, units, |(r, i, (base, row))| {
+        ctx.progress.comparison(&row.name, &base.name);
         let (rec, stopped) = compare(&ctx, base, row, i, r);
-        report::print_comparison(&rec, settings.effect());
+        ctx.progress
+            .suspend(|| report::print_comparison(&rec, settings.effect()));
         comparisons.push(rec);
         meta.paired = comparisons.clone();
         meta.write(run.dir)?;
         Ok(stopped)
     })?;
+    ctx.progress.finish();
     if settings.runs > 1 && !interrupted {
-        for row in rows {
+        for (base, row) in pairs {
             let dir = run.table_dir.join(&row.name);
             report::print_across_runs(&row.name, &base.name, &dir, settings.effect());
         }
@@ -165,13 +192,8 @@ pub fn compare(
             error,
         ));
         update_figures(&mut rec, &pair.dir);
-        eprintln!(
-            "  {} vs {}: block {n} ({}) {}",
-            row.name,
-            base.name,
-            order.as_str(),
-            rec.progress()
-        );
+        ctx.progress
+            .block(&row.name, &base.name, n, order.as_str(), &rec.progress());
         if let Err(e) = outcome {
             if e.is::<Interrupted>() {
                 rec.stopped_by = "interrupted".into();

@@ -102,11 +102,19 @@ pub const SSH: Need = Need {
     why: "remote hosts",
 };
 
+/// A real browser, headless, for the run report's test
+/// (`shootout/tests/browser.rs` opens every kind of `index.html` in it).
+pub const CHROMIUM: Need = Need {
+    program: "chromium",
+    package: "chromium",
+    why: "the report's browser test",
+};
+
 /// Everything any scenario or test can need.
 pub fn all() -> Vec<Need> {
     vec![
         NGINX, IP, TASKSET, CMAKE, GXX, CC, MAKE, MUSL_GCC, XVFB, XTERM, FIXED_FONT, ALACRITTY,
-        SSH, SSHD,
+        SSH, SSHD, CHROMIUM,
     ]
 }
 

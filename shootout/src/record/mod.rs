@@ -3,5 +3,6 @@
 
 pub mod comparison;
 pub mod meta;
+pub mod progress;
 pub mod report;
 pub mod row;

@@ -90,6 +90,16 @@ pub(crate) fn write_table_toml(
             let mut r = toml::map::Map::new();
             r.insert("name".into(), s.name.clone().into());
             r.insert("label".into(), s.label.clone().into());
+            if let Design::Paired(_) = design {
+                if let Some(a) = &s.against {
+                    r.insert("against".into(), a.clone().into());
+                }
+                let base = s.against.as_ref().or(file.baseline.as_ref());
+                let base = base.and_then(|b| run.iter().find(|x| &x.name == b));
+                if let Some(b) = base.filter(|b| b.name != s.name) {
+                    r.insert("aa".into(), s.same_setup(b).into());
+                }
+            }
             if let Some(o) = s.original {
                 let mut t = toml::map::Map::new();
                 t.insert("rps".into(), o.rps.into());
@@ -172,6 +182,54 @@ pub(crate) fn analyse(dir: &Path) {
             analysis::render(&report).and_then(|files| analysis::write_outputs(dir, &files))
         {
             eprintln!("shootout: analysis: {e:#}");
+        }
+        print_answers(&report);
+    }
+}
+
+/// Rebuilds `dir`'s report from its raw data (the analysis's README.md,
+/// summary.json, charts and index.html); a script's run (`meta.json` names
+/// its script) or one the analysis cannot read gets index.html from its
+/// own README.md. Returns the page's path.
+pub fn rebuild(dir: &Path) -> anyhow::Result<std::path::PathBuf> {
+    if !dir.is_dir() {
+        anyhow::bail!("not a run directory");
+    }
+    let meta: Option<serde_json::Value> = std::fs::read(dir.join("meta.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let script = meta.as_ref().is_some_and(|m| m.get("script").is_some());
+    let files = if script {
+        analysis::render_page_from_readme(dir)?
+    } else {
+        let (report, problems) = analysis::analyse(dir, &analysis::Options::default());
+        match report {
+            Some(r) => {
+                for p in &problems {
+                    eprintln!("shootout: analysis: {p}");
+                }
+                analysis::render(&r)?
+            }
+            None if dir.join("README.md").is_file() => analysis::render_page_from_readme(dir)?,
+            None => {
+                let why: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+                anyhow::bail!("nothing to report: {}", why.join("; "));
+            }
+        }
+    };
+    analysis::write_outputs(dir, &files)?;
+    Ok(dir.join("index.html"))
+}
+
+/// What each paired table decides, after its title (see
+/// [`analysis::paired::answer`]).
+fn print_answers(report: &analysis::Report) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for t in report.paired.iter().filter(|t| !t.answers.is_empty()) {
+        let _ = writeln!(out, "\n{}:", t.title);
+        for line in analysis::paired::answer::lines(&t.answers) {
+            let _ = writeln!(out, "  {line}");
         }
     }
 }

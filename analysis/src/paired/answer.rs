@@ -1,0 +1,239 @@
+//! What a paired table decides, one line per comparison: the ratio, its
+//! interval, and the answer in words, e.g.
+//!
+//! ```text
+//! ntex/actix  0.812 (0.798-0.826, 95 %)  ntex is 18.8 % slower
+//! A/A         1.002 (0.994-1.010, 95 %)  this run resolves about ±0.8 %
+//! ```
+//!
+//! The rule: a comparison decides when its interval excludes 1 *and* its
+//! distance from 1 is larger than what the table's A/A rows say the run can
+//! resolve. Otherwise it says "no difference this run can resolve". An A/A
+//! compares a build with itself, so any distance from 1 inside its interval
+//! is one the run can show with no difference there: the resolution is the
+//! end of the A/A interval farthest from 1 (for 1.002 (0.994-1.010), ±1.0
+//! %). An A/A whose interval misses 1 says so (this run's intervals are too
+//! narrow) and its far end still sets the resolution, so only differences
+//! larger than that decide.
+//!
+//! The interval is the comparison's reported one: over its runs when it ran
+//! several (`runs = N`), else over the blocks of its one run (which covers
+//! that run's blocks only; see the README's coverage section).
+
+use serde::Serialize;
+
+use super::report::{PairedRow, PairedTable};
+use super::stats::RatioCi;
+
+/// One comparison's answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Answer {
+    /// The compared row and the row it was compared with (names).
+    pub row: String,
+    pub against: String,
+    pub aa: bool,
+    /// 2xx/s ratio row / against, with its 95 % interval.
+    pub ratio: RatioCi,
+    /// Runs the interval is over (1: over the blocks of one run).
+    pub runs: usize,
+    pub verdict: Verdict,
+}
+
+/// What a comparison decides.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Verdict {
+    /// The row serves fewer 2xx/s, by `pct` percent.
+    Slower { pct: f64 },
+    /// The row serves more 2xx/s, by `pct` percent.
+    Faster { pct: f64 },
+    /// Inside the interval or inside the A/A's resolution.
+    Unresolved,
+    /// An A/A row whose interval holds 1: the run resolves about ±`pct`.
+    Resolves { pct: f64 },
+    /// An A/A row whose interval misses 1: this run's intervals are too
+    /// narrow; only differences beyond ±`pct` decide.
+    AaMissed { pct: f64 },
+}
+
+/// How far from 1 an A/A interval reaches, percent: what the run can show
+/// with no difference there.
+pub fn reach_pct(ci: &RatioCi) -> f64 {
+    (ci.hi - 1.0).max(1.0 - ci.lo).max(0.0) * 100.0
+}
+
+/// The reported interval of a row: across runs when it ran several, else
+/// over its blocks.
+fn reported(r: &PairedRow) -> Option<(RatioCi, usize)> {
+    match r.across_runs {
+        Some(ci) => Some((ci, r.runs.len())),
+        None => r.rps.map(|m| (m.ci, 1)),
+    }
+}
+
+/// Every comparison of `t` that has an interval, in the table's order.
+pub fn answers(t: &PairedTable) -> Vec<Answer> {
+    let aa: Vec<RatioCi> = t
+        .rows
+        .iter()
+        .filter(|r| r.aa)
+        .filter_map(|r| reported(r).map(|(ci, _)| ci))
+        .collect();
+    let resolution = aa.iter().map(reach_pct).fold(0.0, f64::max);
+    t.rows
+        .iter()
+        .filter_map(|r| {
+            let (ratio, runs) = reported(r)?;
+            let distance = (ratio.ratio - 1.0).abs() * 100.0;
+            let verdict = if r.aa {
+                let pct = reach_pct(&ratio);
+                if ratio.contains_one() {
+                    Verdict::Resolves { pct }
+                } else {
+                    Verdict::AaMissed { pct }
+                }
+            } else if ratio.contains_one() || distance <= resolution {
+                Verdict::Unresolved
+            } else if ratio.ratio < 1.0 {
+                Verdict::Slower { pct: distance }
+            } else {
+                Verdict::Faster { pct: distance }
+            };
+            Some(Answer {
+                row: r.name.clone(),
+                against: r.against.clone().unwrap_or_else(|| t.baseline.clone()),
+                aa: r.aa,
+                ratio,
+                runs,
+                verdict,
+            })
+        })
+        .collect()
+}
+
+impl Answer {
+    /// `ntex/actix`, or `A/A` for an A/A row.
+    pub fn name(&self) -> String {
+        if self.aa {
+            "A/A".into()
+        } else {
+            format!("{}/{}", self.row, self.against)
+        }
+    }
+
+    /// `0.812 (0.798-0.826, 95 %)`, with the runs when there are several.
+    pub fn figure(&self) -> String {
+        let runs = if self.runs > 1 {
+            format!(", {} runs", self.runs)
+        } else {
+            String::new()
+        };
+        format!(
+            "{:.3} ({:.3}-{:.3}, 95 %{runs})",
+            self.ratio.ratio, self.ratio.lo, self.ratio.hi
+        )
+    }
+
+    /// The answer in words.
+    pub fn words(&self) -> String {
+        match self.verdict {
+            Verdict::Slower { pct } => format!("{} is {pct:.1} % slower", self.row),
+            Verdict::Faster { pct } => format!("{} is {pct:.1} % faster", self.row),
+            Verdict::Unresolved => "no difference this run can resolve".into(),
+            Verdict::Resolves { pct } => format!("this run resolves about ±{pct:.1} %"),
+            Verdict::AaMissed { pct } => format!(
+                "the A/A misses 1 (this run's intervals are too narrow): it resolves only about ±{pct:.1} %"
+            ),
+        }
+    }
+}
+
+/// The answer lines of `answers`, names padded to one column.
+pub fn lines(answers: &[Answer]) -> Vec<String> {
+    let width = answers.iter().map(|a| a.name().len()).max().unwrap_or(0);
+    let fig = answers.iter().map(|a| a.figure().len()).max().unwrap_or(0);
+    answers
+        .iter()
+        .map(|a| format!("{:<width$}  {:<fig$}  {}", a.name(), a.figure(), a.words()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paired::report::row_figures;
+
+    fn row(name: &str, aa: bool, ci: (f64, f64, f64)) -> PairedRow {
+        let mut r = row_figures(name, name, &[]);
+        r.aa = aa;
+        r.across_runs = Some(RatioCi {
+            ratio: ci.0,
+            lo: ci.1,
+            hi: ci.2,
+        });
+        r.runs = vec![Default::default(); 3];
+        r
+    }
+
+    fn table(rows: Vec<PairedRow>) -> PairedTable {
+        PairedTable {
+            name: "t".into(),
+            title: "t".into(),
+            baseline: "actix".into(),
+            baseline_label: "actix".into(),
+            schedule: "interleave".into(),
+            answers: Vec::new(),
+            rows,
+        }
+    }
+
+    #[test]
+    fn a_comparison_decides_only_outside_its_interval_and_the_aa_resolution() {
+        let mut nginx = row("ntex-nginx", false, (0.5, 0.49, 0.51));
+        nginx.against = Some("ntex".into());
+        let t = table(vec![
+            row("ntex", false, (0.812, 0.798, 0.826)),
+            // Excludes 1, but by less than the A/A reaches (±1.0 %).
+            row("small", false, (0.99, 0.985, 0.995)),
+            row("none", false, (1.01, 0.98, 1.04)),
+            nginx,
+            row("aa", true, (1.002, 0.994, 1.010)),
+        ]);
+        let a = answers(&t);
+        let verdicts: Vec<Verdict> = a.iter().map(|a| a.verdict).collect();
+        assert!(matches!(verdicts[0], Verdict::Slower { pct } if (pct - 18.8).abs() < 1e-9));
+        assert_eq!(verdicts[1], Verdict::Unresolved);
+        assert_eq!(verdicts[2], Verdict::Unresolved);
+        assert_eq!(a[3].name(), "ntex-nginx/ntex");
+        assert!(matches!(verdicts[4], Verdict::Resolves { pct } if (pct - 1.0).abs() < 1e-9));
+        let text = lines(&a);
+        assert_eq!(
+            text[0],
+            "ntex/actix       0.812 (0.798-0.826, 95 %, 3 runs)  ntex is 18.8 % slower"
+        );
+        assert!(text[4].starts_with("A/A  "), "{}", text[4]);
+        assert!(text[4].ends_with("this run resolves about ±1.0 %"));
+    }
+
+    #[test]
+    fn an_aa_that_misses_one_widens_what_the_run_resolves() {
+        let t = table(vec![
+            row("ntex", false, (0.812, 0.798, 0.826)),
+            row("ntex-2", false, (0.975, 0.965, 0.985)),
+            row("aa", true, (1.012, 1.0001, 1.024)),
+        ]);
+        let a = answers(&t);
+        assert!(matches!(a[0].verdict, Verdict::Slower { .. }));
+        // 2.5 % from 1: beyond the A/A's reach of 2.4 %.
+        assert!(matches!(a[1].verdict, Verdict::Slower { .. }));
+        assert!(matches!(a[2].verdict, Verdict::AaMissed { pct } if (pct - 2.4).abs() < 1e-9));
+        let t = table(vec![
+            row("ntex-2", false, (0.978, 0.968, 0.988)),
+            row("aa", true, (1.012, 1.0001, 1.024)),
+        ]);
+        assert_eq!(answers(&t)[0].verdict, Verdict::Unresolved);
+        // Without an A/A, the interval alone decides.
+        let t = table(vec![row("ntex", false, (1.05, 1.01, 1.09))]);
+        assert!(matches!(answers(&t)[0].verdict, Verdict::Faster { .. }));
+    }
+}

@@ -1,0 +1,291 @@
+//! The run report (`index.html`) in a real browser: Debian's chromium,
+//! headless, driven over the DevTools protocol (headless_chrome). Copies of
+//! committed runs of each kind (paired, sequential, memory, a script's run)
+//! get their page rebuilt by `shootout report`, then each page is opened
+//! from `file://` at 390 px and at 1280 px wide. Fails on any console error,
+//! uncaught exception or failed resource; checks that the page fetches
+//! nothing, that its tables hold the figures of `summary.json`, that every
+//! chart has a size, and that nothing widens the page past the window.
+//!
+//! chromium is installed by `shootout setup --all` (CI runs it first); a
+//! machine without it fails this test with that command, it does not skip.
+//! `SHOOTOUT_SCREENSHOT=PATH` also saves the quick run's page at 1280 px
+//! (the README's picture).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use headless_chrome::protocol::cdp::types::Event;
+use headless_chrome::protocol::cdp::Emulation::SetDeviceMetricsOverride;
+use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
+use headless_chrome::{Browser, LaunchOptions, Tab};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The newest committed run whose directory name ends with `-{kind}`.
+fn newest(kind: &str) -> PathBuf {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root().join("results"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().ends_with(&format!("-{kind}")))
+        })
+        .collect();
+    dirs.sort();
+    dirs.pop()
+        .unwrap_or_else(|| panic!("no committed results/*-{kind} run"))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+fn chromium() -> PathBuf {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("chromium is missing: run `cargo run -p shootout -- setup --all` (CI does)")
+}
+
+fn browser() -> Browser {
+    Browser::new(LaunchOptions {
+        headless: true,
+        sandbox: false,
+        path: Some(chromium()),
+        window_size: Some((1280, 900)),
+        idle_browser_timeout: Duration::from_secs(120),
+        ..LaunchOptions::default()
+    })
+    .expect("chromium starts headless")
+}
+
+/// What the page says about itself, read by script in the page.
+const PROBE: &str = r#"JSON.stringify({
+  inner: window.innerWidth,
+  scroll: document.documentElement.scrollWidth,
+  fetches: document.querySelectorAll('[src], link[href], iframe, object, embed').length,
+  svgs: [...document.querySelectorAll('svg')].map(s => {
+    const r = s.getBoundingClientRect(); return [r.width, r.height];
+  }),
+  answers: [...document.querySelectorAll('table.answers tbody tr')]
+    .map(tr => [...tr.cells].map(td => td.textContent.trim())),
+  comparisons: [...document.querySelectorAll('table.comparisons tbody tr')]
+    .map(tr => [tr.dataset.row, ...[...tr.cells].map(td => td.textContent.trim())]),
+  cells: [...document.querySelectorAll('td')].map(td => td.textContent.trim()),
+  title: document.title
+})"#;
+
+/// Opens `page` in a fresh tab with a viewport `width` px wide (a phone's
+/// below 600: a headless window cannot be narrower than 500 px, so the
+/// width is emulated, as DevTools' device mode does); returns the probe's
+/// JSON and every error the browser reported (console, exceptions, failed
+/// loads).
+fn open(browser: &Browser, page: &Path, width: u32) -> (serde_json::Value, Vec<String>, Arc<Tab>) {
+    let tab = browser.new_tab().unwrap();
+    tab.call_method(SetDeviceMetricsOverride {
+        width,
+        height: 900,
+        device_scale_factor: 1.0,
+        mobile: width < 600,
+        scale: None,
+        screen_width: None,
+        screen_height: None,
+        position_x: None,
+        position_y: None,
+        dont_set_visible_size: None,
+        screen_orientation: None,
+        viewport: None,
+        display_feature: None,
+        device_posture: None,
+    })
+    .unwrap();
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let sink = errors.clone();
+    tab.enable_log().unwrap();
+    tab.enable_runtime().unwrap();
+    tab.add_event_listener(Arc::new(move |e: &Event| {
+        let problem = match e {
+            Event::LogEntryAdded(x) => {
+                let level = format!("{:?}", x.params.entry.level);
+                (level == "Error" || level == "Warning")
+                    .then(|| format!("log {level}: {}", x.params.entry.text))
+            }
+            Event::RuntimeConsoleAPICalled(x) => {
+                let kind = format!("{:?}", x.params.Type);
+                (kind == "Error" || kind == "Warning" || kind == "Assert")
+                    .then(|| format!("console {kind}"))
+            }
+            Event::RuntimeExceptionThrown(x) => {
+                Some(format!("exception: {}", x.params.exception_details.text))
+            }
+            _ => None,
+        };
+        if let Some(p) = problem {
+            sink.lock().unwrap().push(p);
+        }
+    }))
+    .unwrap();
+    let url = format!("file://{}", page.display());
+    tab.navigate_to(&url)
+        .unwrap()
+        .wait_until_navigated()
+        .unwrap();
+    // Late console messages (none are expected) get a moment to arrive.
+    std::thread::sleep(Duration::from_millis(300));
+    let value = tab.evaluate(PROBE, false).unwrap().value.unwrap();
+    let probe: serde_json::Value = serde_json::from_str(value.as_str().unwrap()).unwrap();
+    let errors = errors.lock().unwrap().clone();
+    (probe, errors, tab)
+}
+
+/// The figures of a run's summary.json that its page's tables must hold.
+fn check_figures(dir: &Path, probe: &serde_json::Value) {
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let cells: Vec<&str> = probe["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    for t in summary["paired"].as_array().into_iter().flatten() {
+        let answers = t["answers"].as_array().unwrap();
+        let shown = probe["answers"].as_array().unwrap();
+        assert!(!answers.is_empty(), "{}: no answers", dir.display());
+        for a in answers {
+            let r = &a["ratio"];
+            let figure = format!(
+                "{:.3} ({:.3}-{:.3}, 95 %",
+                r["ratio"].as_f64().unwrap(),
+                r["lo"].as_f64().unwrap(),
+                r["hi"].as_f64().unwrap()
+            );
+            assert!(
+                shown
+                    .iter()
+                    .any(|row| row[1].as_str().unwrap().starts_with(&figure)),
+                "{}: answer {figure} not on the page: {shown:?}",
+                dir.display()
+            );
+        }
+        for row in t["rows"].as_array().unwrap() {
+            let name = row["name"].as_str().unwrap();
+            let shown = probe["comparisons"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r[0] == name)
+                .unwrap_or_else(|| panic!("{name}: no comparison row on the page"));
+            let ratio = row["across_runs"]["ratio"]
+                .as_f64()
+                .or(row["rps"]["ratio"].as_f64())
+                .unwrap();
+            assert!(
+                shown[2]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{ratio:.4}")),
+                "{name}: {ratio:.4} not in {shown}"
+            );
+        }
+    }
+    for t in summary["tables"].as_array().into_iter().flatten() {
+        for row in t["rows"].as_array().unwrap() {
+            let label = row["label"].as_str().unwrap();
+            assert!(
+                cells.iter().any(|c| c.starts_with(label)),
+                "{}: row {label:?} not in a table",
+                dir.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_kind_of_run_report_opens_cleanly_in_chromium_at_phone_and_desktop_width() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kinds = ["quick", "frameworks", "memory", "profiles"];
+    let mut dirs = Vec::new();
+    for kind in kinds {
+        let from = newest(kind);
+        let to = tmp.path().join(from.file_name().unwrap());
+        copy_dir(&from, &to);
+        std::fs::remove_file(to.join("index.html")).ok();
+        let out = Command::new(env!("CARGO_BIN_EXE_shootout"))
+            .arg("report")
+            .arg(&to)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{kind}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let page = to.join("index.html");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            page.display().to_string()
+        );
+        // The committed page is the one this code renders.
+        let committed = std::fs::read(from.join("index.html"))
+            .unwrap_or_else(|_| panic!("{}: no committed index.html", from.display()));
+        assert!(
+            committed == std::fs::read(&page).unwrap(),
+            "{}: index.html is stale: run `shootout report` on it",
+            from.display()
+        );
+        dirs.push((kind, to));
+    }
+    let browser = browser();
+    for width in [390, 1280] {
+        for (kind, dir) in &dirs {
+            let (probe, errors, tab) = open(&browser, &dir.join("index.html"), width);
+            let at = format!("{kind} at {width} px");
+            assert!(errors.is_empty(), "{at}: {errors:?}");
+            assert_eq!(probe["fetches"], 0, "{at}: the page loads something");
+            assert_eq!(probe["inner"], width, "{at}: the viewport");
+            assert!(
+                probe["scroll"].as_u64() <= probe["inner"].as_u64(),
+                "{at}: the page is wider than the window: {} > {}",
+                probe["scroll"],
+                probe["inner"]
+            );
+            let svgs = probe["svgs"].as_array().unwrap();
+            if *kind != "profiles" {
+                assert!(!svgs.is_empty(), "{at}: no chart");
+            }
+            for s in svgs {
+                assert!(
+                    s[0].as_f64().unwrap() > 50.0 && s[1].as_f64().unwrap() > 50.0,
+                    "{at}: a chart of size {s}"
+                );
+            }
+            if *kind != "profiles" {
+                check_figures(dir, &probe);
+            }
+            if let (Ok(path), "quick", 1280) = (std::env::var("SHOOTOUT_SCREENSHOT"), *kind, width)
+            {
+                let png = tab
+                    .capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true)
+                    .unwrap();
+                std::fs::write(path, png).unwrap();
+            }
+        }
+    }
+}
