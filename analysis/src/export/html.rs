@@ -229,8 +229,8 @@ fn answers_table(out: &mut String, answers: &[Answer]) {
         "No A/A row in this table: a difference decides when its interval excludes 1.".to_string()
     } else {
         format!(
-            "{} A difference decides when its interval excludes 1 by more than the A/A's \
-             interval reaches from 1.",
+            "{} A difference decides when its interval excludes 1 and its ratio lies \
+             farther from 1 than the A/A's interval reaches.",
             resolution.join(" ")
         )
     };

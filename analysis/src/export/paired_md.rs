@@ -64,7 +64,7 @@ fn table(out: &mut String, t: &PairedTable) -> std::fmt::Result {
         writeln!(
             out,
             "What this run decides (2xx/s ratio with its 95 % interval; a difference decides \
-             when its interval excludes 1 by more than the A/A's interval reaches from 1):\n\n```text"
+             when its interval excludes 1 and its ratio lies farther from 1 than the A/A's interval reaches):\n\n```text"
         )?;
         for line in crate::paired::answer::lines(&t.answers) {
             writeln!(out, "{line}")?;

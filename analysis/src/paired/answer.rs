@@ -6,7 +6,7 @@
 //! A/A         1.002 (0.994-1.010, 95 %)  this run resolves about ±0.8 %
 //! ```
 //!
-//! The rule: a comparison decides when its interval excludes 1 *and* its
+//! The rule: a comparison decides when its interval excludes 1 *and* its ratio's
 //! distance from 1 is larger than what the table's A/A rows say the run can
 //! resolve. Otherwise it says "no difference this run can resolve". An A/A
 //! compares a build with itself, so any distance from 1 inside its interval
