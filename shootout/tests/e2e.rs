@@ -237,6 +237,71 @@ fn a_failing_scenario_is_reported_the_others_run_and_nothing_is_left() {
     assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
 }
 
+/// The children of `pid` whose command line contains `needle`.
+fn children_matching(pid: u32, needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid ...: the ppid follows the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmd = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if ppid == Some(pid) && String::from_utf8_lossy(&cmd).contains(needle) {
+            found.push(child);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_server_killed_mid_row_is_reported_with_its_signal() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("killed.toml");
+    std::fs::write(
+        &file,
+        "[defaults]\nduration = \"60s\"\nwarmup = \"0s\"\nconnections = 4\nworkers = 1\n\n\
+         [[scenario]]\nname = \"victim\"\nserver = \"ntex\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let mut child = shootout(&["run", "--build-profile", "dev", "--out"])
+        .arg(&out)
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_first_record(&mut child, &out, "killed/victim.jsonl", 300);
+    let servers = children_matching(child.id(), "ntex-server");
+    assert_eq!(servers.len(), 1, "{servers:?}");
+    // SAFETY: kill(2) on the server this test's runner started.
+    unsafe {
+        libc::kill(servers[0] as i32, libc::SIGKILL);
+    }
+    let result = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert_eq!(result.status.code(), Some(1), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("victim: FAILED: "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        line.contains("the server died during the load (killed by signal 9 (SIGKILL)); its last stderr: ntex-server listening"),
+        "{line}"
+    );
+    assert!(leftovers(&out).is_empty(), "{:?}", leftovers(&out));
+}
+
 #[test]
 fn sigint_stops_everything_and_exits_130() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -271,6 +336,39 @@ fn sigint_stops_everything_and_exits_130() {
     );
     assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
     assert_eq!(meta(out.path())["interrupted"], true);
+}
+
+#[test]
+fn bad_command_line_values_are_refused_in_one_line_with_exit_2() {
+    for (args, want) in [
+        (&["calibrate", "--minutes", "0"][..], "--minutes"),
+        (&["calibrate", "--spin-pct", "1,150"], "--spin-pct"),
+        (&["calibrate", "--connections", "0"], "--connections"),
+        (&["calibrate", "--block", "0s"], "--block"),
+        (
+            &["run", "scenarios/quick.toml", "--blocks", "3"],
+            "--blocks",
+        ),
+        (&["run", "scenarios/quick.toml", "--runs", "0"], "--runs"),
+        (
+            &["run", "scenarios/quick.toml", "--duration", "0s"],
+            "--duration",
+        ),
+        (&["run"], "<FILE>"),
+        (&["report"], "<DIR>"),
+    ] {
+        let out = shootout(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("shootout: ") && err.contains(want),
+            "{args:?}: {err}"
+        );
+    }
+    let help = shootout(&["run", "--help"]).output().unwrap();
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage:"));
 }
 
 #[test]

@@ -13,7 +13,7 @@ use crate::design::calibrate::{self, CalibrateOptions};
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
     /// Measuring time for every comparison together, in minutes.
-    #[arg(long, default_value_t = 12.0)]
+    #[arg(long, default_value_t = 12.0, value_parser = minutes)]
     minutes: f64,
     /// Where the run directory goes.
     #[arg(long, default_value = "results", value_name = "DIR")]
@@ -23,7 +23,7 @@ pub(super) struct Args {
     server: ServerArg,
     /// The controls' added CPU per request, in percent of the measured
     /// cost: one control per size, each measured interleaved and in the duet.
-    #[arg(long, value_delimiter = ',', default_values_t = [1.0, 4.0], value_name = "PERCENT")]
+    #[arg(long, value_delimiter = ',', default_values_t = [1.0, 4.0], value_name = "PERCENT", value_parser = percent)]
     spin_pct: Vec<f64>,
     /// Measured length of one block.
     #[arg(long, default_value = "5s", value_parser = duration)]
@@ -32,7 +32,7 @@ pub(super) struct Args {
     #[arg(long, default_value = "2s", value_parser = duration)]
     settle: Duration,
     /// Connections per loadgen.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     connections: u32,
     #[command(flatten)]
     build: BuildArgs,
@@ -67,6 +67,27 @@ fn recompute(dir: &std::path::Path) -> ExitCode {
             eprintln!("shootout: {}: {e:#}", dir.display());
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `--minutes`: above 0, at most 120 (refused by clap: exit 2, before
+/// anything is built).
+fn minutes(s: &str) -> Result<f64, String> {
+    let m: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if m > 0.0 && m <= 120.0 {
+        Ok(m)
+    } else {
+        Err("must be above 0 and at most 120".into())
+    }
+}
+
+/// One `--spin-pct` size: a percentage strictly between 0 and 100.
+fn percent(s: &str) -> Result<f64, String> {
+    let p: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if p > 0.0 && p < 100.0 {
+        Ok(p)
+    } else {
+        Err("a size is a percentage between 0 and 100, for example 1,4".into())
     }
 }
 

@@ -82,7 +82,11 @@ impl BuildArgs {
 
 /// Parses the command line and runs the subcommand.
 pub fn main() -> ExitCode {
-    match Cli::parse().command {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return command_line_error(&e),
+    };
+    match cli.command {
         Cmd::Run(a) => run::run(a),
         Cmd::Setup(a) => setup::run(a),
         Cmd::List(a) => list::run(a),
@@ -91,6 +95,31 @@ pub fn main() -> ExitCode {
         Cmd::Hosts(a) => hosts::run(a),
         Cmd::Coverage(a) => coverage::run(a),
     }
+}
+
+/// A bad command line: clap's message on one line (`shootout: invalid value
+/// '0' for '--minutes <MINUTES>': …`), without its usage and tips, exit 2;
+/// help and version print as usual.
+fn command_line_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = e.render().to_string();
+    let what: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    eprintln!("shootout: {}", what.join(" ").trim_start_matches("error: "));
+    ExitCode::from(2)
 }
 
 /// `10s`, `2m`: a humantime duration above zero.

@@ -96,7 +96,7 @@ struct RawHost {
     address: String,
     role: Spanned<String>,
     user: Option<String>,
-    port: Option<u16>,
+    port: Option<Spanned<u16>>,
     workdir: Spanned<String>,
 }
 
@@ -160,21 +160,31 @@ pub fn parse_spanned(path: &Path, text: &str) -> Result<Option<Remote>, (usize, 
             "[ssh] needs known_hosts: host keys are checked strictly, never learnt".into(),
         )
     })?;
-    let duration = |v: &Option<Spanned<String>>, default: Duration| match v {
+    let duration = |key: &str, v: &Option<Spanned<String>>, default: Duration| match v {
         None => Ok(default),
-        Some(sp) => humantime::parse_duration(sp.get_ref()).map_err(|e| {
-            at(
+        Some(sp) => match humantime::parse_duration(sp.get_ref()) {
+            Ok(d) if d.is_zero() => Err(at(
+                sp.span().start,
+                format!("[ssh] {key} must be more than zero"),
+            )),
+            Ok(d) => Ok(d),
+            Err(e) => Err(at(
                 sp.span().start,
                 format!("bad duration {:?}: {e}", sp.get_ref()),
-            )
-        }),
+            )),
+        },
     };
     let ssh = SshSettings {
         identity: s.identity.as_deref().map(relative),
         known_hosts,
-        connect_timeout: duration(&s.connect_timeout, Duration::from_secs(5))?,
+        connect_timeout: duration(
+            "connect_timeout",
+            &s.connect_timeout,
+            Duration::from_secs(5),
+        )?,
     };
-    let clock_limit_ms = duration(&s.clock_limit, Duration::from_millis(50))?.as_secs_f64() * 1e3;
+    let clock_limit_ms =
+        duration("clock_limit", &s.clock_limit, Duration::from_millis(50))?.as_secs_f64() * 1e3;
     let mut hosts = Vec::new();
     for (name, sp) in &raw.hosts {
         let h = sp.get_ref();
@@ -206,13 +216,19 @@ pub fn parse_spanned(path: &Path, text: &str) -> Result<Option<Remote>, (usize, 
                 format!("host {name}: workdir must be an absolute path without spaces"),
             ));
         }
+        if let Some(p) = h.port.as_ref().filter(|p| *p.get_ref() == 0) {
+            return Err(at(
+                p.span().start,
+                format!("host {name}: port must be 1 to 65535, not 0"),
+            ));
+        }
         hosts.push(HostEntry {
             role,
             host: RemoteHost {
                 name: name.clone(),
                 address: h.address.clone(),
                 user: h.user.clone().unwrap_or_else(|| "root".into()),
-                port: h.port.unwrap_or(22),
+                port: h.port.as_ref().map_or(22, |p| *p.get_ref()),
                 workdir: workdir.trim_end_matches('/').to_string(),
             },
         });
@@ -364,6 +380,18 @@ mod tests {
             (
                 "[ssh]\nknown_hosts = \"k\"\nclock_limit = \"soon\"\n[hosts.a]\naddress = \"x\"\nrole = \"load\"\nworkdir = \"/w\"\n",
                 "h.toml:3: bad duration \"soon\"",
+            ),
+            (
+                "[ssh]\nknown_hosts = \"k\"\nclock_limit = \"0s\"\n[hosts.a]\naddress = \"x\"\nrole = \"load\"\nworkdir = \"/w\"\n",
+                "h.toml:3: [ssh] clock_limit must be more than zero",
+            ),
+            (
+                "[ssh]\nknown_hosts = \"k\"\nconnect_timeout = \"0ms\"\n[hosts.a]\naddress = \"x\"\nrole = \"load\"\nworkdir = \"/w\"\n",
+                "h.toml:3: [ssh] connect_timeout must be more than zero",
+            ),
+            (
+                "[ssh]\nknown_hosts = \"k\"\n[hosts.a]\naddress = \"x\"\nrole = \"load\"\nport = 0\nworkdir = \"/w\"\n",
+                "h.toml:6: host a: port must be 1 to 65535, not 0",
             ),
             (
                 "[ssh]\nknown_hosts = \"k\"\n[hosts.a]\naddress = \"x\"\nrole = \"load\"\nworkdir = \"/w\"\nsecret = 1\n",

@@ -11,6 +11,38 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 /// A running child, stopped on drop.
+/// How a process ended, in words: `exit status 101`, `killed by signal 9
+/// (SIGKILL)`.
+pub fn ended(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return format!("exit status {code}");
+    }
+    let Some(sig) = status.signal() else {
+        return format!("{status}");
+    };
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => return format!("killed by signal {sig}"),
+    };
+    let core = if status.core_dumped() {
+        ", core dumped"
+    } else {
+        ""
+    };
+    format!("killed by signal {sig} ({name}{core})")
+}
+
 pub struct Proc {
     pub name: String,
     child: Child,
@@ -315,5 +347,27 @@ impl StderrLines {
         } else {
             t
         }
+    }
+}
+
+#[cfg(test)]
+mod ended_tests {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    use super::ended;
+
+    #[test]
+    fn an_exit_says_its_status_or_its_signal() {
+        assert_eq!(ended(ExitStatus::from_raw(101 << 8)), "exit status 101");
+        assert_eq!(
+            ended(ExitStatus::from_raw(9)),
+            "killed by signal 9 (SIGKILL)"
+        );
+        assert_eq!(
+            ended(ExitStatus::from_raw(11 | 0x80)),
+            "killed by signal 11 (SIGSEGV, core dumped)"
+        );
+        assert_eq!(ended(ExitStatus::from_raw(40)), "killed by signal 40");
     }
 }

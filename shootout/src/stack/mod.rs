@@ -224,11 +224,13 @@ impl Stack {
 
     /// An error when the server has exited (during a load, that is a failure).
     pub fn check_alive(&mut self) -> anyhow::Result<()> {
-        if self.server.try_wait().is_some() {
+        if let Some(status) = self.server.try_wait() {
+            // Let the stderr follower read its last lines.
             std::thread::sleep(Duration::from_millis(50));
             bail!(
-                "{}the server exited during the load: {}",
+                "{}the server died during the load ({}); its last stderr: {}",
                 self.host,
+                crate::place::procs::ended(status),
                 self.server.stderr().tail()
             );
         }
@@ -267,8 +269,9 @@ impl Stack {
             Ok(())
         } else {
             Err(anyhow::anyhow!(
-                "{}the server did not exit 0 on SIGTERM ({exit:?}): {}",
+                "{}the server did not exit 0 on SIGTERM ({}): {}",
                 self.host,
+                exit.map_or("no exit status".into(), crate::place::procs::ended),
                 self.server.stderr().tail()
             ))
         };
