@@ -27,6 +27,11 @@ pub use launch::{exit_code, Launch};
 /// cannot drift apart).
 pub const KEEP_ALIVE_SECS: u16 = 5;
 
+/// Largest request head both twins read, in bytes: actix-http's fixed
+/// `MAX_BUFFER_SIZE` (128 KiB); ntex is set to it (its default is 64 KiB).
+/// A longer head gets `431 Request Header Fields Too Large` from both.
+pub const MAX_HEAD_BYTES: usize = 131_072;
+
 /// Grace period for in-flight requests after SIGTERM or SIGINT, in seconds.
 pub const SHUTDOWN_TIMEOUT_SECS: u16 = 5;
 

@@ -28,15 +28,19 @@ impl VariantExt for Variant {
     }
 }
 
-/// The target directory this test binary was built into.
+/// The target directory this test (`target/<profile>/deps/<test>`) or
+/// binary (`target/<profile>/<bin>`, the `differential` run) was built into.
 pub fn target_dir() -> PathBuf {
     if let Ok(dir) = std::env::var("CARGO_TARGET_DIR") {
         return PathBuf::from(dir);
     }
-    // target/<profile>/deps/<test binary>
     let exe = std::env::current_exe().expect("current exe");
+    let in_deps = exe
+        .parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n == "deps");
     exe.ancestors()
-        .nth(3)
-        .expect("test binary lives in target/<profile>/deps")
+        .nth(if in_deps { 3 } else { 2 })
+        .expect("built into target/<profile>")
         .to_owned()
 }

@@ -4,6 +4,7 @@
 
 pub mod build;
 pub mod client;
+pub mod fuzz;
 pub mod process;
 
 pub use build::{binary, target_dir, workspace_root, Framework, Variant, VariantExt};

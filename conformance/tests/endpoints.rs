@@ -385,3 +385,32 @@ fn malformed_requests_do_not_stop_the_server() {
         assert_eq!((res.status, res.body), (200, b"5".to_vec()), "{fw:?}");
     }
 }
+
+/// A request head up to `app_core::MAX_HEAD_BYTES` is read by both twins; a
+/// longer one gets 431 from both (ntex's own default limit is 64 KiB, which
+/// the differential fuzzing found).
+#[test]
+fn both_twins_read_heads_up_to_the_same_size() {
+    for fw in Framework::BOTH {
+        let server = Server::start(&Variant::new(fw, sets::DEFAULT), &[]);
+        for (len, want) in [
+            (70_000, 200),
+            (app_core::MAX_HEAD_BYTES - 200, 200),
+            (app_core::MAX_HEAD_BYTES + 100, 431),
+        ] {
+            let mut s = TcpStream::connect(server.addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let head = format!(
+                "GET / HTTP/1.1\r\nX-Big: {}\r\nHost: t\r\n\r\n",
+                "a".repeat(len)
+            );
+            // The server may answer 431 and close before reading it all.
+            let _ = s.write_all(head.as_bytes());
+            let mut conn = Conn::from_stream(s);
+            let res = conn
+                .read_response(false)
+                .unwrap_or_else(|e| panic!("{fw:?} {len}: {e}"));
+            assert_eq!(res.status, want, "{fw:?}: a {len}-byte header");
+        }
+    }
+}

@@ -96,8 +96,11 @@ fn keep_alive() -> KeepAlive {
 /// The connection policy `--client-timeout` asks for: the whole request head
 /// within the time, however fast it trickles in (the byte rate that would
 /// extend ntex's timer is never reached), or 408; 0 = off.
+/// Heads up to [`app_core::MAX_HEAD_BYTES`], as actix reads them.
 fn service_config(client_timeout: u16) -> HttpServiceConfig {
-    let config = HttpServiceConfig::new().set_keepalive(keep_alive());
+    let config = HttpServiceConfig::new()
+        .set_keepalive(keep_alive())
+        .set_max_buf_size(app_core::MAX_HEAD_BYTES);
     if client_timeout == 0 {
         config.set_client_timeout(Seconds::ZERO)
     } else {

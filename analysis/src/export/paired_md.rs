@@ -22,7 +22,9 @@ pub fn sections(out: &mut String, tables: &[PairedTable]) -> std::fmt::Result {
          degrees of freedom): blocks, not intervals, are the independent unit, since neighbouring \
          intervals of a block are correlated. The interval over the pairs as if independent is \
          shown as a diagnostic only (it is too narrow). A row differs from the baseline only \
-         when its 2xx/s CI excludes 1. A comparison repeated as several runs (`runs = N`: fresh \
+         when its 2xx/s CI excludes 1 (column \"CI excludes 1?\"); where a table has an A/A row, \
+         its answer lines also require the ratio to lie farther from 1 than the A/A interval \
+         reaches. A comparison repeated as several runs (`runs = N`: fresh \
          processes, a new slot order, apart in time) reports Student's t over the runs' log \
          ratios (runs - 1 degrees of freedom) on the larger of their spread and their own \
          within-run variance, with the within-run intervals beside it. An interval from one \
@@ -73,7 +75,7 @@ fn table(out: &mut String, t: &PairedTable) -> std::fmt::Result {
     }
     writeln!(
         out,
-        "| Configuration | 2xx/s ratio (95% CI over blocks) | CPU per request ratio (95% CI over blocks) | Decides? | Pairs (blocks) | 2xx/s row / baseline | CPU µs/request row / baseline | 2xx/s CI over pairs (diagnostic) |"
+        "| Configuration | 2xx/s ratio (95% CI over blocks) | CPU per request ratio (95% CI over blocks) | CI excludes 1? | Pairs (blocks) | 2xx/s row / baseline | CPU µs/request row / baseline | 2xx/s CI over pairs (diagnostic) |"
     )?;
     writeln!(out, "|---|---:|---:|---|---:|---:|---:|---:|")?;
     for r in &t.rows {

@@ -256,7 +256,9 @@ fn set_up(o: &CalibrateOptions) -> anyhow::Result<Setup> {
         (&duet_dir, &duet_file, &duet_rows[..], &duet),
     ] {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-        report::write_table_toml(d, f, rows, design)?;
+        // The controls' spin is set once the A/A has measured a request's
+        // cost, so their rows look like the baseline here: name the A/A.
+        report::write_table_toml(d, f, rows, design, Some(&["aa"]))?;
     }
     Ok(Setup {
         file,
@@ -343,7 +345,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
             meta.paired = records.clone();
             meta.interrupted = stopped.is_some();
             meta.write(&dir)?;
-            report::analyse(&dir);
+            let _ = report::analyse(&dir);
             if let Some(e) = failed {
                 bail!("{} comparison: {e}", row.name);
             }
@@ -378,7 +380,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
     let _ = std::fs::remove_dir_all(dir.join("tmp"));
     meta.paired = records.clone();
     meta.write(&dir)?;
-    report::analyse(&dir);
+    let _ = report::analyse(&dir);
     let cal = recompute(&dir)?;
     write_json(&dir.join("calibration.json"), &cal)?;
     Ok(CalibrateOutcome {

@@ -134,7 +134,7 @@ pub fn run_file(
     let table_dir = dir.join(&file.name);
     std::fs::create_dir_all(&table_dir)
         .with_context(|| format!("creating {}", table_dir.display()))?;
-    report::write_table_toml(&table_dir, file, &scenarios, &design)?;
+    report::write_table_toml(&table_dir, file, &scenarios, &design, None)?;
     let (loadgen, binaries) = build_all(&root, &scenarios, opts.profile)?;
     let mut meta = Meta::collect(&root, &file.path.display().to_string());
     // Remote rows: every host of the file connected and checked once, before
@@ -163,7 +163,9 @@ pub fn run_file(
     let _ = std::fs::remove_dir_all(dir.join("tmp"));
     meta.interrupted = outcome.interrupted;
     meta.write(&dir)?;
-    report::analyse(&dir);
+    if let Some(r) = report::analyse(&dir) {
+        report::print_answers(&r);
+    }
     Ok(outcome)
 }
 

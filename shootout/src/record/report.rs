@@ -58,11 +58,15 @@ pub(crate) fn print_comparison(c: &ComparisonRecord, effect: &str) {
     let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
 
+/// Writes `table.toml` for the analysis. In a paired table every compared
+/// row says whether it is an A/A row: the rows `aa_rows` names, or when
+/// `None`, every row that runs exactly what it is compared with.
 pub(crate) fn write_table_toml(
     table_dir: &Path,
     file: &ScenarioFile,
     run: &[Scenario],
     design: &Design,
+    aa_rows: Option<&[&str]>,
 ) -> anyhow::Result<()> {
     let mut t = toml::map::Map::new();
     t.insert("title".into(), file.title.clone().into());
@@ -97,7 +101,11 @@ pub(crate) fn write_table_toml(
                 let base = s.against.as_ref().or(file.baseline.as_ref());
                 let base = base.and_then(|b| run.iter().find(|x| &x.name == b));
                 if let Some(b) = base.filter(|b| b.name != s.name) {
-                    r.insert("aa".into(), s.same_setup(b).into());
+                    let aa = match aa_rows {
+                        Some(names) => names.contains(&s.name.as_str()),
+                        None => s.same_setup(b),
+                    };
+                    r.insert("aa".into(), aa.into());
                 }
             }
             if let Some(o) = s.original {
@@ -171,20 +179,21 @@ pub(crate) fn print_across_runs(row: &str, baseline: &str, dir: &Path, effect: &
     let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
 
-/// Renders README.md, summary.json and charts for the run directory.
-pub(crate) fn analyse(dir: &Path) {
+/// Renders README.md, summary.json, charts and index.html for the run
+/// directory; returns the report (none when nothing could be analysed).
+pub(crate) fn analyse(dir: &Path) -> Option<analysis::Report> {
     let (report, problems) = analysis::analyse(dir, &analysis::Options::default());
     for p in &problems {
         eprintln!("shootout: analysis: {p}");
     }
-    if let Some(report) = report {
+    if let Some(report) = &report {
         if let Err(e) =
-            analysis::render(&report).and_then(|files| analysis::write_outputs(dir, &files))
+            analysis::render(report).and_then(|files| analysis::write_outputs(dir, &files))
         {
             eprintln!("shootout: analysis: {e:#}");
         }
-        print_answers(&report);
     }
+    report
 }
 
 /// Rebuilds `dir`'s report from its raw data (the analysis's README.md,
@@ -222,8 +231,8 @@ pub fn rebuild(dir: &Path) -> anyhow::Result<std::path::PathBuf> {
 }
 
 /// What each paired table decides, after its title (see
-/// [`analysis::paired::answer`]).
-fn print_answers(report: &analysis::Report) {
+/// [`analysis::paired::answer`]): the end of `shootout run`.
+pub(crate) fn print_answers(report: &analysis::Report) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     for t in report.paired.iter().filter(|t| !t.answers.is_empty()) {
