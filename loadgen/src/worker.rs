@@ -62,6 +62,13 @@ pub struct WorkerSpec {
 }
 
 const READ_BUF: usize = 4096;
+/// Reads of one connection per readiness event before the event loop gets
+/// its turn again (256 KiB). Without a bound, a server that sends without
+/// end (an endless body on loopback fills every read) kept the loop in one
+/// connection forever: no timeout, no interval record, no end of the run
+/// (`tests/hostile.rs` hung until killed). Normal responses are a few
+/// hundred bytes, one read.
+const READS_PER_EVENT: usize = 64;
 /// Wait before reconnecting after a failed connect, so a refusing target is
 /// not hammered in a tight loop.
 const CONNECT_BACKOFF: Duration = Duration::from_millis(20);
@@ -129,6 +136,10 @@ struct Worker {
     stopping: bool,
     /// Open model: the µs-precise wake-up (see [`crate::timer`]).
     timer: Option<TimerFd>,
+    /// Connections left readable after `READS_PER_EVENT` reads: read again
+    /// after the next (non-blocking) poll, since an edge-triggered poll
+    /// does not report them again.
+    unread: Vec<usize>,
 }
 
 /// Puts the calling thread under SCHED_BATCH.
@@ -188,6 +199,7 @@ pub fn run(spec: WorkerSpec) -> io::Result<()> {
         index: 0,
         interval_start: start,
         stopping: false,
+        unread: Vec::new(),
         timer: match config.model {
             Model::Open { .. } => Some(TimerFd::new()?),
             Model::Closed { .. } => None,
@@ -262,8 +274,11 @@ impl Worker {
                 wake = wake.min(d);
             }
             let now = Instant::now();
-            let (arm, timeout) =
+            let (arm, mut timeout) =
                 schedule::plan(now, wake, self.timer.is_some(), config.spin_before);
+            if !self.unread.is_empty() {
+                timeout = Duration::ZERO;
+            }
             if let (Some(at), Some(t)) = (arm, self.timer.as_mut()) {
                 t.arm(at, now)?;
             }
@@ -286,6 +301,9 @@ impl Worker {
                 if event.is_readable() || event.is_read_closed() || event.is_error() {
                     self.on_readable(i, event.is_read_closed() || event.is_error());
                 }
+            }
+            for i in std::mem::take(&mut self.unread) {
+                self.on_readable(i, false);
             }
             self.flush_ready();
         }
@@ -589,7 +607,7 @@ impl Worker {
             }
             return;
         }
-        loop {
+        for _ in 0..READS_PER_EVENT {
             let conn = &mut self.conns[i];
             let Some(stream) = conn.stream.as_mut() else {
                 return;
@@ -627,6 +645,8 @@ impl Worker {
                 Err(_) => return self.fail(i, ErrorKind::Read),
             }
         }
+        // Still readable: the rest after the event loop's next turn.
+        self.unread.push(i);
     }
 
     fn on_eof(&mut self, i: usize) {
