@@ -5,6 +5,7 @@
 pub mod coverage;
 pub mod digest;
 pub mod export;
+pub mod files;
 pub mod input;
 pub mod latency;
 pub mod memory;
@@ -75,10 +76,7 @@ pub fn render_page_from_readme(dir: &Path) -> anyhow::Result<Vec<(String, Vec<u8
 /// rename, so a failure never leaves a half-written file.
 pub fn write_outputs(dir: &Path, files: &[(String, Vec<u8>)]) -> anyhow::Result<()> {
     for (name, bytes) in files {
-        let path = dir.join(name);
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+        files::write_atomic(&dir.join(name), bytes)?;
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ pub mod check;
 pub mod commands;
 pub mod config;
 pub mod design;
+pub mod hold_at;
 pub mod measure;
 pub mod place;
 pub mod prepare;

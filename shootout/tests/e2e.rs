@@ -7,6 +7,9 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+mod support;
+use support::{leftovers, namespaces_of};
+
 /// Runs share the build directory and the machine: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -28,50 +31,11 @@ fn shootout(args: &[&str]) -> Command {
     cmd
 }
 
-/// Processes this runner started (servers from target/shootout, nginx with
-/// a prefix under `out`, loadgen with --shard, Xvfb and xterm tagged with a
-/// path under `out` in their environment) that are still alive.
-fn leftovers(out: &Path) -> Vec<String> {
-    let out = out.display().to_string();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-            .is_none()
-        {
-            continue;
-        }
-        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
-        let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        let tagged = String::from_utf8_lossy(&env).contains(&format!("SHOOTOUT_TAG={out}"));
-        if cmd.contains("target/shootout/")
-            || tagged
-            || cmd.contains(&out)
-            || (cmd.contains("loadgen") && cmd.contains("--shard"))
-        {
-            found.push(cmd);
-        }
-    }
-    found
-}
-
-fn namespaces_of(pid: u32) -> Vec<String> {
-    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.starts_with(&format!("shootout-{pid}-")))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// Waits until the run under `out` has a non-empty `rel` log (loadgen has
-/// written its first record); fails if shootout exits first.
+/// written its first record; `REL.partial` while loadgen writes it); fails
+/// if shootout exits first.
 fn wait_for_first_record(child: &mut std::process::Child, out: &Path, rel: &str, secs: u64) {
+    let rel = &format!("{rel}.partial");
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         let log = std::fs::read_dir(out)
@@ -336,6 +300,17 @@ fn sigint_stops_everything_and_exits_130() {
     );
     assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
     assert_eq!(meta(out.path())["interrupted"], true);
+    // loadgen wrote its summary as it stopped: its log is kept, whole.
+    let log = run_dir(out.path()).join("sequential/ntex-netns.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains("\"type\":\"summary\""),
+        "{text}"
+    );
+    assert!(!log.with_extension("jsonl.partial").exists());
 }
 
 #[test]

@@ -46,11 +46,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     } else if filled != text {
-        let tmp = args.file.with_extension("md.tmp");
-        if let Err(e) =
-            std::fs::write(&tmp, &filled).and_then(|()| std::fs::rename(&tmp, &args.file))
-        {
-            eprintln!("results-tables: writing {}: {e}", args.file.display());
+        if let Err(e) = analysis::files::write_atomic(&args.file, filled.as_bytes()) {
+            eprintln!("results-tables: {e:#}");
             return ExitCode::from(2);
         }
         println!(

@@ -22,9 +22,7 @@ pub(super) struct Args {
 pub(super) fn run(a: Args) -> ExitCode {
     let written = analysis::coverage::coverage(&a.run, a.alone.as_deref()).and_then(|c| {
         let path = a.run.join("coverage.json");
-        let tmp = a.run.join(".coverage.json.tmp");
-        std::fs::write(&tmp, analysis::coverage::to_json(&c)?)?;
-        std::fs::rename(&tmp, &path)?;
+        analysis::files::write_atomic(&path, &analysis::coverage::to_json(&c)?)?;
         Ok(c)
     });
     let c = match written {

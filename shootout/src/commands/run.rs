@@ -55,6 +55,10 @@ pub(super) fn run(a: Args) -> ExitCode {
     };
     let outcome = match run_file(&file, &opts, &stop_flag()) {
         Ok(outcome) => outcome,
+        Err(e) if e.is::<crate::Interrupted>() => {
+            eprintln!("shootout: interrupted before anything was recorded");
+            return interrupted_exit();
+        }
         Err(e) => {
             eprintln!("shootout: {e:#}");
             return ExitCode::FAILURE;

@@ -345,7 +345,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
             meta.paired = records.clone();
             meta.interrupted = stopped.is_some();
             meta.write(&dir)?;
-            let _ = report::analyse(&dir);
+            report::analyse(&dir)?;
             if let Some(e) = failed {
                 bail!("{} comparison: {e}", row.name);
             }
@@ -380,7 +380,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
     let _ = std::fs::remove_dir_all(dir.join("tmp"));
     meta.paired = records.clone();
     meta.write(&dir)?;
-    let _ = report::analyse(&dir);
+    report::analyse(&dir)?;
     let cal = recompute(&dir)?;
     write_json(&dir.join("calibration.json"), &cal)?;
     Ok(CalibrateOutcome {
@@ -589,8 +589,5 @@ pub fn to_json(c: &Calibration) -> anyhow::Result<Vec<u8>> {
 
 /// Writes `calibration.json` through a temporary file and a rename.
 pub fn write_json(path: &Path, c: &Calibration) -> anyhow::Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    let bytes = to_json(c)?;
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+    analysis::files::write_atomic(path, &to_json(c)?)
 }

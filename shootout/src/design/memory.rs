@@ -32,6 +32,7 @@ pub fn run_all(
         let (rec, stopped) = self::run(&job, settings);
         report::print_memory(&rec, job.scenario.repetitions);
         failed += usize::from(rec.error.is_some());
+        crate::hold_at::stage("record");
         write(run.table_dir, &job.stem, &rec)?;
         meta.memory.push(rec);
         meta.write(run.dir)?;
@@ -73,10 +74,7 @@ pub fn run(job: &Job, m: &MemorySettings) -> (MemoryRecord, Option<Interrupted>)
 /// Writes the record through a temporary file and a rename.
 pub fn write(table_dir: &Path, stem: &str, rec: &MemoryRecord) -> anyhow::Result<()> {
     let path = table_dir.join(format!("{stem}.memory.json"));
-    let tmp = table_dir.join(format!(".{stem}.memory.json.tmp"));
-    std::fs::write(&tmp, serde_json::to_vec_pretty(rec)?)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+    analysis::files::write_atomic(&path, &serde_json::to_vec_pretty(rec)?)
 }
 
 fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Result<()> {
@@ -118,6 +116,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
     }
     argv.push(format!("http://{}/", stack.target));
     let mut loadgen = crate::measure::load::spawn(place.client(), argv, &log)?;
+    crate::hold_at::stage("measure");
 
     // Set-up: wait for the `held` record.
     let mut held_at = None;
@@ -127,7 +126,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
             break status;
         }
         watch(job, &mut stack, &mut loadgen)?;
-        if held_at.is_none() && read_hold(&log)?.0.is_some() {
+        if held_at.is_none() && read_hold(&analysis::files::partial(&log))?.0.is_some() {
             held_at = Some(Instant::now());
         }
         if let Some(t) = held_at {
@@ -142,6 +141,9 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
         std::thread::sleep(Duration::from_millis(50));
     };
     rec.held_peak_rss_kib = peak;
+    if status.code().is_some() {
+        crate::measure::load::keep(&log)?;
+    }
     let (_, summary) = read_hold(&log)?;
     rec.hold = summary;
     if !status.success() {

@@ -131,12 +131,59 @@ pub fn run_file(
     setup::ensure(&setup::needs_of(&scenarios))?;
     setup::ensure_rust_targets(&scenarios)?;
     let dir = run_dir(&opts.out, &format!("{}-{}", meta::timestamp(), file.name))?;
+    let result = run_in(&dir, &root, file, opts, &scenarios, &design, stop);
+    // Whatever happened, no temporary or partial file stays: each file of
+    // the run is complete or absent. A run that failed before it recorded
+    // anything (no meta.json, no loadgen log) leaves no directory; one that
+    // has raw data keeps it, even when meta.json could not be written.
+    let _ = std::fs::remove_dir_all(dir.join("tmp"));
+    for f in analysis::files::unfinished(&dir) {
+        let _ = std::fs::remove_file(f);
+    }
+    if result.is_err() && !dir.join("meta.json").exists() && !has_raw_data(&dir) {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    result
+}
+
+/// True when some loadgen log (`*.jsonl`) lies under `dir`.
+fn has_raw_data(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                has_raw_data(&p)
+            } else {
+                p.extension().is_some_and(|x| x == "jsonl")
+            }
+        })
+}
+
+/// [`run_file`] in its run directory `dir`.
+fn run_in(
+    dir: &Path,
+    root: &Path,
+    file: &ScenarioFile,
+    opts: &RunOptions,
+    scenarios: &[Scenario],
+    design: &Design,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<RunOutcome> {
     let table_dir = dir.join(&file.name);
     std::fs::create_dir_all(&table_dir)
         .with_context(|| format!("creating {}", table_dir.display()))?;
-    report::write_table_toml(&table_dir, file, &scenarios, &design, None)?;
-    let (loadgen, binaries) = build_all(&root, &scenarios, opts.profile)?;
-    let mut meta = Meta::collect(&root, &file.path.display().to_string());
+    report::write_table_toml(&table_dir, file, scenarios, design, None)?;
+    crate::hold_at::stage("build");
+    let built = build_all(root, scenarios, opts.profile);
+    // Ctrl-C reaches cargo too: a build it cut short is an interruption.
+    if stop.load(Ordering::Relaxed) {
+        return Err(Interrupted.into());
+    }
+    let (loadgen, binaries) = built?;
+    let mut meta = Meta::collect(root, &file.path.display().to_string());
     // Remote rows: every host of the file connected and checked once, before
     // any row runs; a host that fails stops the run here, named.
     let hosts = match &file.remote {
@@ -147,23 +194,22 @@ pub fn run_file(
     };
     meta.hosts = hosts.checked();
     let run = Prepared {
-        root: &root,
-        dir: &dir,
+        root,
+        dir,
         table_dir: &table_dir,
         loadgen: &loadgen,
         binaries: &binaries,
         hosts: &hosts,
         stop,
     };
-    let outcome = match &design {
-        Design::Sequential => sequential::run_all(&run, &scenarios, &mut meta)?,
-        Design::Paired(p) => paired::run_all(&run, &scenarios, opts.only.as_deref(), p, &mut meta)?,
-        Design::Memory(m) => memory::run_all(&run, &scenarios, m, &mut meta)?,
+    let outcome = match design {
+        Design::Sequential => sequential::run_all(&run, scenarios, &mut meta)?,
+        Design::Paired(p) => paired::run_all(&run, scenarios, opts.only.as_deref(), p, &mut meta)?,
+        Design::Memory(m) => memory::run_all(&run, scenarios, m, &mut meta)?,
     };
-    let _ = std::fs::remove_dir_all(dir.join("tmp"));
     meta.interrupted = outcome.interrupted;
-    meta.write(&dir)?;
-    if let Some(r) = report::analyse(&dir) {
+    meta.write(dir)?;
+    if let Some(r) = report::analyse(dir)? {
         report::print_answers(&r);
     }
     Ok(outcome)
@@ -278,7 +324,8 @@ pub fn each<T>(
             return Ok(true);
         }
     }
-    Ok(false)
+    // A stop that came as the last unit was recorded still counts.
+    Ok(run.stopping())
 }
 
 /// The order of a design's repetitions: in rounds (A B C, A B C, ...), not
@@ -342,7 +389,12 @@ impl<'a> Job<'a> {
             server_bin: self.run.server_bin(self.scenario),
             tmp: self.tmp.clone(),
         };
-        Stack::start(&spec, place)
+        let stack = Stack::start(&spec, place)?;
+        if self.run.stopping() {
+            let _ = stack.stop();
+            return Err(Interrupted.into());
+        }
+        Ok(stack)
     }
 }
 

@@ -103,6 +103,7 @@ pub fn run_all(
         ctx.progress
             .suspend(|| report::print_comparison(&rec, settings.effect()));
         comparisons.push(rec);
+        crate::hold_at::stage("record");
         meta.paired = comparisons.clone();
         meta.write(run.dir)?;
         Ok(stopped)
@@ -309,6 +310,10 @@ impl<'a> Side<'a> {
         facts.startup_line = Some(stack.startup_line.clone());
         facts.terminal = stack.terminal.clone();
         let verified = stack.verify(self.place.client())?;
+        if ctx.run.stopping() {
+            let _ = stack.stop();
+            return Err(Interrupted.into());
+        }
         self.before = verified.map_or(0, |v| v.count);
         self.stack = Some(stack);
         Ok(())
@@ -321,6 +326,18 @@ impl<'a> Side<'a> {
         let status = self.loadgen.as_mut().and_then(Running::try_wait);
         let code = status.and_then(|st| st.code());
         facts.loadgen_exit = code;
+        if let Some(st) = status {
+            if let Err(e) = load::keep(&self.log) {
+                if !st.success() {
+                    let why = self.loadgen.as_ref().map(|l| l.stderr().tail());
+                    bail!(
+                        "the {role} loadgen exited with {st}: {}",
+                        why.unwrap_or_default()
+                    );
+                }
+                return Err(e);
+            }
+        }
         let totals = load::read_log(&self.log)?;
         let stack = self.stack.take().context("no stack")?;
         let check = if verify::post_body(self.scenario.request).is_some() && !stack.is_ceiling() {
@@ -410,7 +427,7 @@ fn write_cpu(path: &Path, sides: &[Side; 2], samples: Vec<Sample>) -> anyhow::Re
         })?;
         lines.push('\n');
     }
-    std::fs::write(path, lines).with_context(|| format!("writing {}", path.display()))
+    analysis::files::write_atomic(path, lines.as_bytes())
 }
 
 /// One CPU reading of both slots at boundary `k`: (k, Unix ms, ns per slot).
@@ -453,6 +470,7 @@ fn load_and_sample(
         let argv = load::argv(bin, s.scenario, target, Timing { turn, ..timing });
         s.loadgen = Some(load::spawn(s.place.client(), argv, &s.log)?);
     }
+    crate::hold_at::stage("measure");
     let interval = sides[0].scenario.interval;
     let last = (timing.warmup.as_nanos().div_ceil(interval.as_nanos())
         + timing.duration.as_nanos().div_ceil(interval.as_nanos())) as u64;

@@ -38,6 +38,7 @@ pub fn run_all(
         let (rec, stopped) = self::run(&job);
         report::print_row(&rec, job.scenario.repetitions);
         rows.push(rec);
+        crate::hold_at::stage("record");
         meta.rows = rows.clone();
         meta.write(run.dir)?;
         Ok(stopped)
@@ -73,11 +74,29 @@ fn run_stages(job: &Job, facts: &mut RowFacts) -> anyhow::Result<()> {
     }
     let before = verified.as_ref().map_or(0, |v| v.count);
     facts.verified = verified;
+    if job.run.stopping() {
+        let _ = stack.stop();
+        return Err(Interrupted.into());
+    }
 
     let mut loadgens = start_loadgens(job, &place, stack.target)?;
+    crate::hold_at::stage("measure");
     let status = measure(job, &place, facts, &mut stack, &mut loadgens)?;
     let mut acknowledged = 0;
     let mut rps = None;
+    for (l, st) in loadgens.iter().zip(&status) {
+        // A loadgen that exited wrote its summary (also when stopped by
+        // SIGINT); one killed left a partial log, removed and reported.
+        if st.code().is_some() {
+            if let Err(e) = load::keep(&l.log) {
+                if !st.success() {
+                    let why = l.proc_.stderr().tail();
+                    bail!("{}loadgen exited with {st}: {why}", l.host.prefix());
+                }
+                return Err(e);
+            }
+        }
+    }
     for l in &loadgens {
         let totals = load::read_log(&l.log)?;
         acknowledged += totals.acknowledged;
@@ -233,6 +252,13 @@ fn measure(
     sample(facts, stack, &[]);
     if interrupted {
         facts.loaded = Some((worst_exit(&status), None));
+        // Stopped by SIGINT, loadgen still wrote its summary: its log is
+        // whole and kept (an incomplete one is removed).
+        for (l, st) in loadgens.iter().zip(&status) {
+            if st.code().is_some() {
+                let _ = load::keep(&l.log);
+            }
+        }
         return Err(Interrupted.into());
     }
     Ok(status)

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::Context;
+use analysis::files::partial;
+use anyhow::{bail, Context};
 
 use crate::config::scenario::{Request, Scenario};
 use crate::place::host::{Host, Launch};
@@ -82,8 +83,11 @@ pub fn taskset(cpus: &Option<String>) -> Vec<String> {
 
 /// A loadgen on `host` writing its jsonl to `log` here (streamed back from
 /// a remote host as it comes); `argv` as [`argv`] built it with the binary
-/// [`Host::place_binary`] gave.
+/// [`Host::place_binary`] gave. The log is written as `LOG.partial` until
+/// [`keep`] finds it complete, so a log cut short (a full disk, a killed
+/// loadgen) never stands under its final name.
 pub fn spawn(host: &Host, argv: Vec<String>, log: &Path) -> anyhow::Result<Running> {
+    let log = &partial(log);
     let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
     host.spawn(Launch {
         name: "loadgen",
@@ -92,6 +96,31 @@ pub fn spawn(host: &Host, argv: Vec<String>, log: &Path) -> anyhow::Result<Runni
         stdout: Stdio::from(out),
         session: false,
     })
+}
+
+/// A finished loadgen's log, complete (it ends with loadgen's summary,
+/// which it writes also when interrupted), moved to its final name `log`;
+/// an incomplete one is removed and named in the error.
+pub fn keep(log: &Path) -> anyhow::Result<()> {
+    let from = partial(log);
+    let text =
+        std::fs::read_to_string(&from).with_context(|| format!("reading {}", from.display()))?;
+    let last = text.lines().rev().find(|l| !l.trim().is_empty());
+    let complete = text.ends_with('\n')
+        && last.is_some_and(|l| {
+            matches!(
+                serde_json::from_str::<loadgen::Record>(l),
+                Ok(loadgen::Record::Summary(_) | loadgen::Record::HoldSummary(_))
+            )
+        });
+    if !complete {
+        let _ = std::fs::remove_file(&from);
+        bail!(
+            "{} ended without loadgen's summary (a full disk, or loadgen killed); removed",
+            log.display()
+        );
+    }
+    std::fs::rename(&from, log).with_context(|| format!("writing {}", log.display()))
 }
 
 /// What a finished loadgen's log says.

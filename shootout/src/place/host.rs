@@ -247,7 +247,7 @@ impl Host {
                     std::fs::create_dir_all(d)
                         .with_context(|| format!("creating {}", d.display()))?;
                 }
-                std::fs::write(p, bytes).with_context(|| format!("writing {path}"))
+                analysis::files::write_atomic(p, bytes)
             }
         }
     }

@@ -3,7 +3,6 @@
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::Context;
 use serde::Serialize;
 
 use crate::record::row::RowRecord;
@@ -126,11 +125,8 @@ impl Meta {
 
     /// Writes `meta.json` through a temporary file and a rename.
     pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
-        let tmp = dir.join(".meta.json.tmp");
-        let path = dir.join("meta.json");
         let mut bytes = serde_json::to_vec_pretty(self)?;
         bytes.push(b'\n');
-        std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+        analysis::files::write_atomic(&dir.join("meta.json"), &bytes)
     }
 }

@@ -120,9 +120,10 @@ pub(crate) fn write_table_toml(
         })
         .collect();
     t.insert("row".into(), rows.into());
-    let path = table_dir.join("table.toml");
-    std::fs::write(&path, toml::to_string(&t)?)
-        .with_context(|| format!("writing {}", path.display()))
+    analysis::files::write_atomic(
+        &table_dir.join("table.toml"),
+        toml::to_string(&t)?.as_bytes(),
+    )
 }
 
 pub(crate) fn print_row(r: &RowRecord, reps: u32) {
@@ -181,19 +182,20 @@ pub(crate) fn print_across_runs(row: &str, baseline: &str, dir: &Path, effect: &
 
 /// Renders README.md, summary.json, charts and index.html for the run
 /// directory; returns the report (none when nothing could be analysed).
-pub(crate) fn analyse(dir: &Path) -> Option<analysis::Report> {
+pub(crate) fn analyse(dir: &Path) -> anyhow::Result<Option<analysis::Report>> {
     let (report, problems) = analysis::analyse(dir, &analysis::Options::default());
     for p in &problems {
         eprintln!("shootout: analysis: {p}");
     }
     if let Some(report) = &report {
-        if let Err(e) =
-            analysis::render(report).and_then(|files| analysis::write_outputs(dir, &files))
-        {
-            eprintln!("shootout: analysis: {e:#}");
-        }
+        // Raw data and meta.json are written by now; a report that cannot
+        // be written (a full disk) fails the run, and
+        // `shootout report DIR` makes it later.
+        analysis::render(report)
+            .and_then(|files| analysis::write_outputs(dir, &files))
+            .context("writing the report (raw data and meta.json are complete; `shootout report DIR` rebuilds it)")?;
     }
-    report
+    Ok(report)
 }
 
 /// Rebuilds `dir`'s report from its raw data (the analysis's README.md,

@@ -122,6 +122,7 @@ impl Stack {
             })?;
             (ServerProc::Started(Box::new(proc_)), None)
         };
+        crate::hold_at::stage("start");
         let startup_line = wait_startup(&mut server)
             .map_err(|e| anyhow::anyhow!("{}{e:#}", place.server.prefix()))?;
         let server_addr: SocketAddr = app_core::startup_addr(&startup_line)
@@ -166,6 +167,7 @@ impl Stack {
     /// found, with the count before the load. The static ceiling row checks
     /// only nginx's answer (there is no app behind it).
     pub fn verify(&self, client: &Host) -> anyhow::Result<Option<Verified>> {
+        crate::hold_at::stage("verify");
         let target = self.target;
         let exchange = |method: &str, body: Option<&[u8]>| client.exchange(target, method, body);
         if self.ceiling {

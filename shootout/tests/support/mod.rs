@@ -131,3 +131,44 @@ pub fn built(packages: &[&str]) -> PathBuf {
         .unwrap_or_else(|| root.join("target"))
         .join("debug")
 }
+
+/// Processes this runner started (servers from target/shootout, nginx with
+/// a prefix under `out`, loadgen with --shard, Xvfb and xterm tagged with a
+/// path under `out` in their environment) that are still alive.
+pub fn leftovers(out: &Path) -> Vec<String> {
+    let out = out.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_none()
+        {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+        let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let tagged = String::from_utf8_lossy(&env).contains(&format!("SHOOTOUT_TAG={out}"));
+        if cmd.contains("target/shootout/")
+            || tagged
+            || cmd.contains(&out)
+            || (cmd.contains("loadgen") && cmd.contains("--shard"))
+        {
+            found.push(cmd);
+        }
+    }
+    found
+}
+
+pub fn namespaces_of(pid: u32) -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with(&format!("shootout-{pid}-")))
+        .map(str::to_owned)
+        .collect()
+}

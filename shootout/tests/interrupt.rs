@@ -1,0 +1,349 @@
+//! A run interrupted at each stage (build, start, verify, measure, record),
+//! and a run whose results directory fills up or turns read-only while it
+//! writes: a clear exit, nothing left running (processes, namespaces), no
+//! temporary or partial file, and every file that stays is whole. Dev
+//! builds; needs root (the row crosses network namespaces; tmpfs mounts).
+//!
+//! The run is stopped at a stage with `SHOOTOUT_HOLD_AT` (see
+//! `src/hold_at.rs`): SIGINT there interrupts it at that very point,
+//! SIGUSR1 lets it go on (after the disk was filled, say).
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+mod support;
+use support::{leftovers, namespaces_of, root};
+
+/// One run at a time (the machine, the mounts).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One row across network namespaces: a server, a loadgen, namespaces and
+/// veths to leave behind if anything goes wrong.
+const SCENARIO: &str = "[defaults]\nwarmup = \"0s\"\nduration = \"2s\"\nconnections = 4\n\
+workers = 1\nrequest = \"post\"\n\n[[scenario]]\nname = \"row\"\nserver = \"ntex\"\n\
+topology = \"netns\"\n";
+
+struct Run {
+    child: Child,
+    /// stderr lines as they come.
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Run {
+    /// `shootout run` of [`SCENARIO`] into `out`, in its own process group
+    /// (as a shell's job: SIGINT to the group is a terminal's Ctrl-C).
+    fn start(dir: &Path, out: &Path, hold_at: &str) -> Run {
+        let file = dir.join("stages.toml");
+        std::fs::write(&file, SCENARIO).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_shootout"))
+            .args(["run", "--build-profile", "dev", "--out"])
+            .arg(out)
+            .arg(&file)
+            .current_dir(root())
+            .env("SHOOTOUT_HOLD_AT", hold_at)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let (tx, lines) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Run {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for the "holding at stage" line (the first build may take
+    /// minutes).
+    fn wait_held(&mut self, stage: &str) {
+        let want = format!("holding at stage {stage} ");
+        let deadline = Instant::now() + Duration::from_secs(600);
+        while Instant::now() < deadline {
+            match self.lines.recv_timeout(Duration::from_millis(200)) {
+                Ok(l) => {
+                    let found = l.contains(&want);
+                    self.seen.push(l);
+                    if found {
+                        return;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        panic!("never held at {stage}: {:#?}", self.seen);
+    }
+
+    fn signal_group(&self, sig: i32) {
+        // SAFETY: kill(2) on the process group of our own child.
+        unsafe { libc::kill(-(self.child.id() as i32), sig) };
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// Its exit code, which must come within 60 s, and all its stderr.
+    fn finish(mut self) -> (Option<i32>, Vec<String>) {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "shootout did not end: {:#?}",
+                self.seen
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(2)) {
+            self.seen.push(l);
+        }
+        (status.code(), self.seen)
+    }
+}
+
+/// The run directories under `out`.
+fn runs(out: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(out)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Fails on a temporary or partial file, and on any file that is not whole:
+/// JSON that does not parse, a jsonl with a broken line or (a loadgen log)
+/// without its summary last, TOML that does not parse, a page or chart
+/// without its closing tag.
+fn assert_whole(out: &Path) {
+    for f in runs(out).iter().flat_map(|r| files(r)) {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            !name.ends_with(".partial") && !name.ends_with(".tmp"),
+            "left behind: {}",
+            f.display()
+        );
+        let text = std::fs::read_to_string(&f).unwrap();
+        let whole = if name.ends_with(".jsonl") {
+            let lines: Vec<serde_json::Value> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{name}: {e}")))
+                .collect();
+            let last = lines.last().map(|v| v["type"].clone());
+            text.ends_with('\n')
+                && (name.ends_with(".cpu.jsonl")
+                    || last.is_some_and(|t| t == "summary" || t == "hold_summary"))
+        } else if name.ends_with(".json") {
+            serde_json::from_str::<serde_json::Value>(&text).is_ok()
+        } else if name.ends_with(".toml") {
+            text.parse::<toml::Table>().is_ok()
+        } else if name.ends_with(".svg") {
+            text.trim_end().ends_with("</svg>")
+        } else if name.ends_with(".html") {
+            text.trim_end().ends_with("</html>")
+        } else {
+            !text.is_empty()
+        };
+        assert!(whole, "not whole: {}\n{text}", f.display());
+    }
+}
+
+fn assert_nothing_left(out: &Path, pid: u32) {
+    assert!(leftovers(out).is_empty(), "{:?}", leftovers(out));
+    assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
+}
+
+#[test]
+fn sigint_at_each_stage_leaves_nothing_running_and_no_half_file() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for stage in shootout::hold_at::STAGES {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut run = Run::start(dir.path(), &out, stage);
+        let pid = run.child.id();
+        run.wait_held(stage);
+        run.signal_group(libc::SIGINT);
+        let (code, stderr) = run.finish();
+        assert_eq!(code, Some(130), "{stage}: {stderr:#?}");
+        assert_nothing_left(&out, pid);
+        assert_whole(&out);
+        let runs = runs(&out);
+        if stage == "build" {
+            // Nothing was measured: no run directory at all.
+            assert!(runs.is_empty(), "{stage}: {runs:?}");
+            continue;
+        }
+        assert_eq!(runs.len(), 1, "{stage}");
+        let meta: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(runs[0].join("meta.json")).unwrap()).unwrap();
+        assert_eq!(meta["interrupted"], true, "{stage}: {meta}");
+        let row = &meta["rows"][0];
+        let log = runs[0].join("stages/row.jsonl");
+        match stage {
+            // Interrupted before the load: the row says so, no log.
+            "start" | "verify" => {
+                assert_eq!(row["error"], "interrupted", "{stage}: {row}");
+                assert!(!log.exists(), "{stage}");
+            }
+            // loadgen stopped by the SIGINT and wrote its summary: kept.
+            "measure" => {
+                assert_eq!(row["error"], "interrupted", "{stage}: {row}");
+                assert!(log.exists(), "{stage}: {row} {:?}", files(&runs[0]));
+            }
+            // The row had finished; the run stops before the next unit.
+            _ => {
+                assert!(row["error"].is_null(), "{stage}: {row}");
+                assert!(log.exists(), "{stage}");
+            }
+        }
+    }
+}
+
+/// A tmpfs of `kib` at a new directory, unmounted on drop.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(kib: u64) -> Tmpfs {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mount tmpfs (this test needs root)");
+        Tmpfs { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Fills it up: writes until the disk says no.
+    fn fill(&self) {
+        let mut f = std::fs::File::create(self.path().join("filler")).unwrap();
+        let block = vec![0u8; 4096];
+        while f.write_all(&block).is_ok() {}
+    }
+
+    fn remount_read_only(&self) {
+        let ok = Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(self.path())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+#[test]
+fn a_full_disk_is_a_clear_error_and_every_file_is_whole() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Full while loadgen streams its log: the row fails with loadgen's own
+    // words; nothing half-written stays.
+    for (stage, want) in [
+        ("measure", "No space left on device"),
+        ("record", "No space left on device"),
+    ] {
+        let disk = Tmpfs::mount(1024);
+        let dir = tempfile::tempdir().unwrap();
+        let out = disk.path().join("out");
+        let mut run = Run::start(dir.path(), &out, stage);
+        let pid = run.child.id();
+        run.wait_held(stage);
+        disk.fill();
+        run.signal(libc::SIGUSR1);
+        let (code, stderr) = run.finish();
+        assert_eq!(code, Some(1), "{stage}: {stderr:#?}");
+        let last = stderr.last().cloned().unwrap_or_default();
+        assert!(
+            last.starts_with("shootout: ") && stderr.iter().any(|l| l.contains(want)),
+            "{stage}: {stderr:#?}"
+        );
+        std::fs::remove_file(disk.path().join("filler")).unwrap();
+        assert_nothing_left(&out, pid);
+        assert_whole(&out);
+        if stage == "record" {
+            // The row was measured before the disk filled: its raw log
+            // stays, whole, though meta.json could not be written.
+            let runs = runs(&out);
+            assert_eq!(runs.len(), 1);
+            assert!(runs[0].join("stages/row.jsonl").exists());
+        }
+    }
+}
+
+#[test]
+fn a_read_only_results_directory_is_a_clear_error() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Read-only from the start: one line, nothing built or started.
+    let disk = Tmpfs::mount(1024);
+    std::fs::create_dir(disk.path().join("out")).unwrap();
+    disk.remount_read_only();
+    let dir = tempfile::tempdir().unwrap();
+    let out = disk.path().join("out");
+    let run = Run::start(dir.path(), &out, "none");
+    let pid = run.child.id();
+    let (code, stderr) = run.finish();
+    assert_eq!(code, Some(1), "{stderr:#?}");
+    assert_eq!(stderr.len(), 1, "{stderr:#?}");
+    assert!(stderr[0].contains("Read-only file system"), "{stderr:#?}");
+    assert_nothing_left(&out, pid);
+    drop(disk);
+
+    // Read-only after the row, as meta.json is written.
+    let disk = Tmpfs::mount(1024);
+    let out = disk.path().join("out");
+    let mut run = Run::start(dir.path(), &out, "record");
+    let pid = run.child.id();
+    run.wait_held("record");
+    disk.remount_read_only();
+    run.signal(libc::SIGUSR1);
+    let (code, stderr) = run.finish();
+    assert_eq!(code, Some(1), "{stderr:#?}");
+    assert!(
+        stderr.last().is_some_and(|l| l.starts_with("shootout: ")
+            && l.contains("meta.json")
+            && l.contains("Read-only file system")),
+        "{stderr:#?}"
+    );
+    assert_nothing_left(&out, pid);
+    assert_whole(&out);
+    assert!(runs(&out)[0].join("stages/row.jsonl").exists());
+}
