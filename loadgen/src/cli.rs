@@ -9,6 +9,7 @@ use crate::config::{Config, Model, Sched};
 use crate::gate::{Gate, Half};
 use crate::hold::HoldConfig;
 use crate::request::{RequestSpec, Target};
+use crate::slow::SlowConfig;
 use crate::UsageError;
 
 /// Output format of the records on stdout.
@@ -136,6 +137,13 @@ pub struct Args {
           conflicts_with_all = ["rate", "pipeline", "duration", "requests", "start_at", "spin_before"])]
     pub hold: Option<Duration>,
 
+    /// Slow-client mode: keep -c connections open, each sending its request
+    /// head one byte this often and never finishing it; connections the
+    /// server ends are counted and opened again. Runs for -d. See README.
+    #[arg(long, value_name = "EVERY", value_parser = duration,
+          conflicts_with_all = ["rate", "pipeline", "requests", "start_at", "spin_before", "hold", "active_half"])]
+    pub slowloris: Option<Duration>,
+
     /// Exit 1 if errors and non-2xx exceed this fraction of requests (0..=1).
     #[arg(long, value_name = "FRACTION", value_parser = fraction)]
     pub max_error_rate: Option<f64>,
@@ -194,6 +202,26 @@ impl Args {
             body,
         };
         Ok((Target::new(&self.url, &spec)?, head_only))
+    }
+
+    /// The `--slowloris` run these arguments describe.
+    pub fn into_slow_config(self) -> Result<SlowConfig, UsageError> {
+        let every = self
+            .slowloris
+            .ok_or_else(|| UsageError("not a --slowloris run".into()))?;
+        if self.warmup > Duration::ZERO {
+            return Err(UsageError(
+                "--warmup has no meaning with --slowloris".into(),
+            ));
+        }
+        let (target, _) = self.target()?;
+        Ok(SlowConfig {
+            target,
+            connections: self.connections as usize,
+            every,
+            duration: self.duration.unwrap_or(Duration::from_secs(10)),
+            shard: self.shard,
+        })
     }
 
     /// The `--hold` run these arguments describe.

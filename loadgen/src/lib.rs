@@ -13,6 +13,7 @@ pub mod request;
 pub mod response;
 pub mod run;
 pub mod schedule;
+pub mod slow;
 pub mod stats;
 pub mod timer;
 pub mod worker;
@@ -22,7 +23,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 pub use config::{Config, Model, Sched};
-pub use record::{HoldRecord, IntervalRecord, Record, SummaryRecord};
+pub use record::{HoldRecord, IntervalRecord, Record, SlowRecord, SummaryRecord};
 pub use run::{run, RunError, Sink};
 
 /// A problem with how loadgen was called: one line, exit 2.
@@ -56,6 +57,9 @@ pub fn verdict(summary: &SummaryRecord, max_error_rate: Option<f64>) -> Result<(
 pub fn main_with(args: cli::Args) -> ExitCode {
     if args.hold.is_some() {
         return hold_main(args);
+    }
+    if args.slowloris.is_some() {
+        return slow_main(args);
     }
     let format = args.format;
     let max_error_rate = args.max_error_rate;
@@ -112,6 +116,58 @@ fn stop_flag() -> Result<Arc<AtomicBool>, ExitCode> {
         }
     }
     Ok(stop)
+}
+
+/// `--slowloris`: prints one record at the end. Exit 1 when no slow
+/// connection could be opened.
+fn slow_main(args: cli::Args) -> ExitCode {
+    use std::io::Write;
+    let format = args.format;
+    let config = match args.into_slow_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = limits::open_files(config.connections, 1) {
+        eprintln!("loadgen: {e}");
+        return ExitCode::from(2);
+    }
+    let stop = match stop_flag() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let summary = match slow::slowloris(&config, &stop) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let written = (|| -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        match format {
+            cli::Format::Jsonl => {
+                serde_json::to_writer(&mut out, &Record::SlowSummary(summary.clone()))?
+            }
+            cli::Format::Text => write!(out, "{}", summary.text_line())?,
+        }
+        writeln!(out)?;
+        out.flush()
+    })();
+    if let Err(e) = written {
+        eprintln!("loadgen: writing the summary: {e}");
+        return ExitCode::from(1);
+    }
+    if summary.opened == 0 {
+        eprintln!(
+            "loadgen: no slow connection could be opened ({} connects failed)",
+            summary.connect_errors
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }
 
 /// `--hold`: prints a record when the hold starts and one when it ends.

@@ -22,6 +22,80 @@ pub enum Record {
     Held(HoldRecord),
     /// `--hold`: the hold is over and every connection is closed.
     HoldSummary(HoldRecord),
+    /// `--slowloris`: what the slow clients met, at the end.
+    SlowSummary(SlowRecord),
+}
+
+/// What `--slowloris` did: how many slow connections the server ended, how
+/// long they lived, and what it answered before closing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlowRecord {
+    pub shard: Option<String>,
+    /// Slow connections kept open (`-c`).
+    pub connections: u64,
+    /// One byte per connection this often (ms).
+    pub every_ms: f64,
+    /// Connects that succeeded, reopenings included.
+    pub opened: u64,
+    /// Connects that failed (tried again a period later).
+    pub connect_errors: u64,
+    /// Head bytes sent, all connections together.
+    pub bytes_sent: u64,
+    /// Slow connections the server ended (a close or a reset).
+    pub closed_by_server: u64,
+    /// Of those, by what the server sent first: a status code, `0` for
+    /// bytes that were not a response, `none` for a close without a word.
+    pub answered: BTreeMap<String, u64>,
+    /// How long the connections the server ended had lived, from the
+    /// connect (ms); absent when it ended none.
+    pub lifetime_ms: Option<SlowLifetime>,
+    /// Slow connections open when the run ended.
+    pub open_at_end: u64,
+    pub start_unix_ms: u64,
+    pub duration_s: f64,
+    /// True when SIGINT or SIGTERM cut the run short.
+    pub interrupted: bool,
+}
+
+/// Percentiles of the lifetimes of server-ended slow connections (ms).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlowLifetime {
+    pub p10: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub max: u64,
+}
+
+impl SlowRecord {
+    /// The record in text form: one line.
+    pub fn text_line(&self) -> String {
+        let lived = self.lifetime_ms.map_or(String::new(), |l| {
+            format!(
+                " after {:.1} s (median; p10 {:.1} s, p90 {:.1} s)",
+                l.p50 as f64 / 1e3,
+                l.p10 as f64 / 1e3,
+                l.p90 as f64 / 1e3
+            )
+        });
+        let answered: Vec<String> = self
+            .answered
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        format!(
+            "slow clients: {} kept open, a byte each every {:.0} ms for {:.1} s; {} opened, {} failed to connect; the server ended {}{} (first sent: {}); {} open at the end{}",
+            self.connections,
+            self.every_ms,
+            self.duration_s,
+            self.opened,
+            self.connect_errors,
+            self.closed_by_server,
+            lived,
+            if answered.is_empty() { "-".into() } else { answered.join(", ") },
+            self.open_at_end,
+            if self.interrupted { " (interrupted)" } else { "" },
+        )
+    }
 }
 
 /// What `--hold` did: one record when the hold starts, one when it ends.

@@ -922,6 +922,47 @@ fn interleaved_comparison_takes_turns_and_says_which_effect_it_measures() {
     assert!(leftovers(out.path()).is_empty());
 }
 
+#[test]
+fn slow_clients_run_beside_the_row_and_are_reported() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
+    let stdout = run_ok(
+        &["run", "shootout/tests/fixtures/paired-slow.toml"],
+        out.path(),
+    );
+    assert!(stdout.contains("slow vs base: 2xx/s "), "{stdout}");
+    let dir = run_dir(out.path());
+    let m = meta(out.path());
+    let blocks = m["paired"][0]["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 4);
+    for b in blocks {
+        let slow = &b["row_slow"];
+        assert_eq!(slow["connections"], 50, "{b}");
+        // ntex's 1 s header timeout ends them (with 408) within the block.
+        let ended = slow["closed_by_server"].as_u64().unwrap();
+        assert!(ended >= 50, "{b}");
+        assert_eq!(slow["answered"]["408"].as_u64(), Some(ended), "{b}");
+        assert!(b.get("base_slow").is_none(), "{b}");
+    }
+    let logs = std::fs::read_dir(dir.join("paired-slow/slow"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".row.slow.jsonl"))
+        .count();
+    assert_eq!(logs, 4);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let row = &summary["paired"][0]["rows"][0];
+    assert_eq!(row["slow"]["blocks"], 4, "{row}");
+    assert!(
+        row["slow"]["lifetime_p50_ms"].as_u64().unwrap() >= 900,
+        "{row}"
+    );
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(readme.contains("### Slow clients"), "{readme}");
+    assert!(leftovers(out.path()).is_empty());
+}
+
 /// Emulator rows need Xvfb, xterm and alacritty (`shootout setup --all`
 /// installs them);
 /// without them the test says so and does nothing.

@@ -96,6 +96,7 @@ fn table(out: &mut String, t: &PairedTable) -> std::fmt::Result {
         )?;
     }
     writeln!(out)?;
+    slow_clients(out, t)?;
     writeln!(out, "### By machine state and slot order\n")?;
     writeln!(
         out,
@@ -148,6 +149,58 @@ fn table(out: &mut String, t: &PairedTable) -> std::fmt::Result {
         t.title,
         paired_chart_name(t)
     )
+}
+
+/// What the slow clients of `slow_clients` rows met, when the table has any.
+fn slow_clients(out: &mut String, t: &PairedTable) -> std::fmt::Result {
+    let rows: Vec<_> = t
+        .rows
+        .iter()
+        .filter_map(|r| Some((r, r.slow.as_ref()?)))
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "### Slow clients\n")?;
+    writeln!(
+        out,
+        "Beside the row's load, loadgen `--slowloris` kept this many connections open, each \
+         sending its request head a byte at a time and never finishing it; a connection the \
+         server ended was opened again.\n"
+    )?;
+    writeln!(
+        out,
+        "| Configuration | Slow clients (a byte every) | Ended by the server per block | What it sent first | Lifetime of an ended one: median (p10-p90) | Open at the end (mean) | Failed connects |"
+    )?;
+    writeln!(out, "|---|---:|---:|---|---:|---:|---:|")?;
+    for (r, s) in rows {
+        let sent: Vec<String> = s
+            .answered
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        let secs =
+            |ms: Option<u64>| ms.map_or("n/a".into(), |v| format!("{:.1} s", v as f64 / 1e3));
+        writeln!(
+            out,
+            "| {} | {} ({:.0} ms) | {:.0} | {} | {} ({}-{}) | {:.0} | {} |",
+            r.label,
+            s.connections,
+            s.every_ms,
+            s.ended_per_block,
+            if sent.is_empty() {
+                "-".into()
+            } else {
+                sent.join(", ")
+            },
+            secs(s.lifetime_p50_ms),
+            secs(s.lifetime_p10_ms),
+            secs(s.lifetime_p90_ms),
+            s.open_at_end,
+            s.connect_errors,
+        )?;
+    }
+    writeln!(out)
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {

@@ -57,6 +57,9 @@ pub fn read(
             Ok(Record::Held(_) | Record::HoldSummary(_)) => problems.push(Problem(format!(
                 "{shown}:{number}: a --hold record in a throughput log"
             ))),
+            Ok(Record::SlowSummary(_)) => problems.push(Problem(format!(
+                "{shown}:{number}: a --slowloris record in a throughput log"
+            ))),
             Err(_) if number == lines.len() && !text.ends_with('\n') => problems.push(Problem(
                 format!("{shown}:{number}: truncated record ignored"),
             )),

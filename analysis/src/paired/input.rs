@@ -47,6 +47,8 @@ pub struct Comparison {
     pub blocks: u32,
     /// Intervals left out by the pairing rules (see [`read_comparison`]).
     pub dropped: usize,
+    /// Each block's slow clients (`STEM.row.slow.jsonl`), when it had any.
+    pub row_slow: Vec<loadgen::SlowRecord>,
 }
 
 /// Relative difference in measured length above which two intervals are
@@ -93,6 +95,9 @@ pub fn read_comparison(dir: &Path, problems: &mut Vec<Problem>) -> Comparison {
             }
         };
         let cpu = read("cpu").unwrap_or_default();
+        if let Ok(text) = read("row.slow") {
+            out.row_slow.extend(super::slow::record_of(&text));
+        }
         out.row_latency
             .extend(crate::input::jsonl::summary_latency(&row));
         out.base_latency

@@ -15,6 +15,7 @@
 pub mod answer;
 pub mod input;
 pub mod report;
+pub mod slow;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};

@@ -131,6 +131,9 @@ pub struct PairedRow {
     pub row_latency_us: Option<crate::latency::RowLatency>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_latency_us: Option<crate::latency::RowLatency>,
+    /// The row's slow clients (`slow_clients` rows) over its blocks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow: Option<super::slow::SlowFigures>,
     /// Over every block of every run.
     pub rps: Option<Metric>,
     pub cpu: Option<Metric>,
@@ -224,6 +227,7 @@ pub fn row_figures(name: &str, label: &str, runs: &[(u32, Comparison)]) -> Paire
         windows: runs.iter().flat_map(|(_, c)| c.windows.clone()).collect(),
         blocks: runs.iter().map(|(_, c)| c.blocks).sum(),
         dropped: runs.iter().map(|(_, c)| c.dropped).sum(),
+        row_slow: runs.iter().flat_map(|(_, c)| c.row_slow.clone()).collect(),
     };
     let c = &c;
     let w = &c.windows;
@@ -259,6 +263,7 @@ pub fn row_figures(name: &str, label: &str, runs: &[(u32, Comparison)]) -> Paire
         base_cpu_us_mean: mean(w.iter().filter_map(|w| w.base_cpu_us)),
         row_latency_us,
         base_latency_us,
+        slow: super::slow::figures(&c.row_slow),
         rps: rps_metric(w),
         cpu: cpu_metric(w),
         across_runs: across_runs(&run_figures),

@@ -34,6 +34,9 @@ pub enum Behaviour {
     /// The n-th request of every connection is read and the connection
     /// closed without an answer (an idle close crossing the request).
     NthClose(u64),
+    /// A connection whose first request head is not complete this long
+    /// (ms) after the accept gets `408` and a close (a header-read timeout).
+    HeadTimeout408(u64),
 }
 
 pub struct TestServer {
@@ -109,13 +112,26 @@ fn serve(
         Behaviour::Idle408(ms) | Behaviour::IdleClose(ms) => Some(Duration::from_millis(ms)),
         _ => None,
     };
-    let tick = if idle_limit.is_some() { 5 } else { 200 };
+    let head_limit = match behaviour {
+        Behaviour::HeadTimeout408(ms) => Some(Duration::from_millis(ms)),
+        _ => None,
+    };
+    let accepted = Instant::now();
+    let tick = if idle_limit.is_some() || head_limit.is_some() {
+        5
+    } else {
+        200
+    };
     let _ = stream.set_read_timeout(Some(Duration::from_millis(tick)));
     let mut buf = Vec::new();
     let mut served_here = 0u64;
     let mut chunk = [0u8; 8192];
     let mut last_activity = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        if head_limit.is_some_and(|l| served_here == 0 && accepted.elapsed() >= l) {
+            let _ = stream.write_all(b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n");
+            return;
+        }
         let n = match stream.read(&mut chunk) {
             Ok(0) => return,
             Ok(n) => n,
@@ -161,7 +177,10 @@ fn serve(
             batch += 1;
             served_here += 1;
             match behaviour {
-                Behaviour::Ok | Behaviour::Idle408(_) | Behaviour::IdleClose(_) => {
+                Behaviour::Ok
+                | Behaviour::Idle408(_)
+                | Behaviour::IdleClose(_)
+                | Behaviour::HeadTimeout408(_) => {
                     out.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
                 }
                 Behaviour::Status(code) => out.extend_from_slice(

@@ -37,7 +37,7 @@ impl ScenarioFile {
         for s in &self.scenarios {
             writeln!(
                 out,
-                "  {:<28} {:<45} {}{} log={:?} {} c={}{}{}{}",
+                "  {:<28} {:<45} {}{} log={:?} {} c={}{}{}{}{}",
                 s.name,
                 s.variant(),
                 match &s.hosts {
@@ -66,6 +66,11 @@ impl ScenarioFile {
                 } else {
                     String::new()
                 },
+                s.slow.map_or(String::new(), |w| format!(
+                    " slow={}/{}",
+                    w.connections,
+                    humantime::format_duration(w.every)
+                )),
                 s.against
                     .as_ref()
                     .map_or(String::new(), |a| format!(" against {a}")),

@@ -12,7 +12,7 @@ use toml::Spanned;
 use crate::config::hosts::{Remote, RowHosts};
 use crate::config::scenario::{
     Design, Libc, LogSink, MemorySettings, PairedSettings, Request, Scenario, ScenarioError,
-    ScenarioFile, Schedule, Server, Topology, FEATURES,
+    ScenarioFile, Schedule, Server, SlowClients, Topology, FEATURES,
 };
 
 /// `libc = "glibc"` or `"musl"`.
@@ -75,6 +75,10 @@ pub struct Settings {
     /// Paired files: the row this one is compared with (the file's
     /// baseline when absent).
     pub against: Option<Spanned<String>>,
+    /// Paired rows: slow clients beside the load (loadgen --slowloris).
+    pub slow_clients: Option<Spanned<u32>>,
+    /// How often each slow client sends a byte; 1s when absent.
+    pub slow_every: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -217,6 +221,12 @@ fn check_ranges(s: &Settings, err: &Err) -> Result<(), ScenarioError> {
         (
             "repetitions",
             s.repetitions
+                .as_ref()
+                .map(|v| (v.span().start, u64::from(*v.get_ref()))),
+        ),
+        (
+            "slow_clients",
+            s.slow_clients
                 .as_ref()
                 .map(|v| (v.span().start, u64::from(*v.get_ref()))),
         ),
@@ -373,7 +383,45 @@ fn row(
             None => None,
         },
         against: o.against.as_ref().map(|a| a.get_ref().clone()),
+        slow: slow_clients(o, d, err)?,
     })
+}
+
+/// `slow_clients = N` and `slow_every = "1s"` (row or `[defaults]`).
+fn slow_clients(
+    o: &Settings,
+    d: &Settings,
+    err: &Err,
+) -> Result<Option<SlowClients>, ScenarioError> {
+    let every = o.slow_every.as_ref().or(d.slow_every.as_ref());
+    let Some(connections) = pick(&o.slow_clients, &d.slow_clients) else {
+        if let Some(e) = every {
+            return Err(err(
+                e.span().start,
+                "slow_every needs slow_clients (how many slow clients)".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    let every = match every {
+        None => Duration::from_secs(1),
+        Some(e) => match humantime::parse_duration(e.get_ref()) {
+            Ok(v) if !v.is_zero() => v,
+            Ok(_) => {
+                return Err(err(
+                    e.span().start,
+                    "slow_every must be more than zero".into(),
+                ))
+            }
+            Err(x) => {
+                return Err(err(
+                    e.span().start,
+                    format!("slow_every {:?}: {x} (examples: 500ms, 1s)", e.get_ref()),
+                ))
+            }
+        },
+    };
+    Ok(Some(SlowClients { connections, every }))
 }
 
 /// `workers = N` or `"logical"`/`"physical"`, as the servers' `--workers`.
@@ -639,6 +687,15 @@ fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, Sc
             return Err(err(
                 a.span().start,
                 "against is for design = \"paired\" (a row compared with another)".into(),
+            ));
+        }
+        let slow = std::iter::once(&raw.defaults)
+            .chain(&raw.scenario)
+            .find_map(|o| o.slow_clients.as_ref());
+        if let Some(s) = slow {
+            return Err(err(
+                s.span().start,
+                "slow_clients is for design = \"paired\" (the row with slow clients against the same row without)".into(),
             ));
         }
     }
@@ -1015,6 +1072,24 @@ mod tests {
     }
 
     #[test]
+    fn slow_clients_make_a_row_that_is_not_an_aa() {
+        let f = parse_str("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nslow_clients = 1000\n[[scenario]]\nname = \"c\"\nserver = \"ntex\"\nslow_clients = 5\nslow_every = \"250ms\"\n")
+            .unwrap();
+        let [a, b, c] = &f.scenarios[..] else {
+            panic!("{:?}", f.scenarios)
+        };
+        assert_eq!(a.slow, None);
+        let want = |connections, ms| {
+            Some(SlowClients {
+                connections,
+                every: Duration::from_millis(ms),
+            })
+        };
+        assert_eq!((b.slow, c.slow), (want(1000, 1000), want(5, 250)));
+        assert!(!b.same_setup(a));
+    }
+
+    #[test]
     fn memory_files_and_musl_rows() {
         let f = parse_str("kind = \"memory\"\n[memory]\nhold = \"4s\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nconnections = 10000\nlibc = \"musl\"\n").unwrap();
         let Design::Memory(m) = &f.design else {
@@ -1060,6 +1135,11 @@ mod tests {
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = \"all\"\n", "t.toml:4: bad workers: \"all\": expected a number above 0, logical or physical"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = 0\n", "t.toml:4: bad workers"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nconnections = 0\n", "t.toml:4: connections must be at least 1, not 0"),
+            ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nslow_clients = 10\n", "t.toml:4: slow_clients is for design = \"paired\""),
+            ("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nslow_clients = 0\n", "t.toml:9: slow_clients must be at least 1, not 0"),
+            ("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nslow_every = \"1s\"\n", "t.toml:9: slow_every needs slow_clients"),
+            ("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nslow_clients = 5\nslow_every = \"0s\"\n", "t.toml:10: slow_every must be more than zero"),
+            ("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nslow_clients = 5\nslow_every = \"soon\"\n", "t.toml:10: slow_every \"soon\": "),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nconnections = -1\n", "t.toml:4: invalid value: integer `-1`"),
             ("[defaults]\nthreads = 0\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n", "t.toml:2: threads must be at least 1, not 0"),
             ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nnginx_workers = 0\n", "t.toml:4: nginx_workers must be at least 1, not 0"),

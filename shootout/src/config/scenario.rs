@@ -217,6 +217,17 @@ pub struct Scenario {
     /// Paired files: the row this one is compared with, when not the file's
     /// baseline (`against = "ntex"`: ntex behind nginx against ntex).
     pub against: Option<String>,
+    /// Slow clients beside the load (`slow_clients`, `slow_every`).
+    pub slow: Option<SlowClients>,
+}
+
+/// Slow clients that run beside a paired row's load against its server
+/// (loadgen `--slowloris`): `connections` request heads trickled a byte
+/// every `every`, never finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlowClients {
+    pub connections: u32,
+    pub every: Duration,
 }
 
 /// A parsed scenario file.

@@ -274,6 +274,8 @@ struct Side<'a> {
     before: u64,
     loadgen: Option<Running>,
     log: PathBuf,
+    /// Its slow clients (`slow_clients` rows), while they run.
+    slow: Option<Running>,
 }
 
 impl<'a> Side<'a> {
@@ -293,6 +295,7 @@ impl<'a> Side<'a> {
             before: 0,
             loadgen: None,
             log: pair.dir.join(format!("{stem}.{}.jsonl", role.name())),
+            slow: None,
         })
     }
 
@@ -326,6 +329,7 @@ impl<'a> Side<'a> {
         let status = self.loadgen.as_mut().and_then(Running::try_wait);
         let code = status.and_then(|st| st.code());
         facts.loadgen_exit = code;
+        facts.slow = self.finish_slow()?;
         if let Some(st) = status {
             if let Err(e) = load::keep(&self.log) {
                 if !st.success() {
@@ -360,6 +364,53 @@ impl<'a> Side<'a> {
             facts.counter = Some(check.with_context(|| format!("the {role} stack"))?);
         }
         result.with_context(|| format!("the {role} stack"))
+    }
+}
+
+impl Side<'_> {
+    /// `STEM.ROLE.slow.jsonl`: the slow clients' log.
+    fn slow_log(&self) -> PathBuf {
+        self.log.with_extension("slow.jsonl")
+    }
+
+    /// Starts the side's slow clients (if it has any) now, for `duration`:
+    /// from before the load's barrier to its end.
+    fn start_slow(&mut self, bin: &str, duration: Duration) -> anyhow::Result<()> {
+        let Some(slow) = self.scenario.slow else {
+            return Ok(());
+        };
+        let target = self.stack.as_ref().expect("started").target;
+        let argv = load::slow_argv(bin, self.scenario, slow, target, duration);
+        self.slow = Some(load::spawn(self.place.client(), argv, &self.slow_log())?);
+        Ok(())
+    }
+
+    /// Waits for the slow clients (they end with the load) and reads what
+    /// they met.
+    fn finish_slow(&mut self) -> anyhow::Result<Option<loadgen::SlowRecord>> {
+        let Some(mut slow) = self.slow.take() else {
+            return Ok(None);
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(st) = slow.try_wait() {
+                break st;
+            }
+            if Instant::now() > deadline {
+                let _ = slow.stop(Duration::from_secs(2));
+                bail!("the {} slow clients did not end", self.role.name());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if !status.success() {
+            bail!(
+                "the {} slow clients exited with {status}: {}",
+                self.role.name(),
+                slow.stderr().tail()
+            );
+        }
+        load::keep(&self.slow_log())?;
+        load::read_slow(&self.slow_log()).map(Some)
     }
 }
 
@@ -462,6 +513,11 @@ fn load_and_sample(
         start_at: Some(start_at),
         turn: None,
     };
+    // Slow clients first, so that they are open when the load starts.
+    let slow_for = lead + ctx.settings.settle + ctx.settings.block;
+    for (&i, bin) in active.iter().zip(&bins) {
+        sides[i].start_slow(bin, slow_for)?;
+    }
     for (&i, bin) in active.iter().zip(&bins) {
         let s = &mut sides[i];
         let target = s.stack.as_ref().expect("started").target;

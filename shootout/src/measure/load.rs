@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use analysis::files::partial;
 use anyhow::{bail, Context};
 
-use crate::config::scenario::{Request, Scenario};
+use crate::config::scenario::{Request, Scenario, SlowClients};
 use crate::place::host::{Host, Launch};
 use crate::place::running::Running;
 
@@ -65,6 +65,45 @@ pub fn argv(loadgen: &str, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<S
     argv
 }
 
+/// The argv of row `s`'s slow clients against `target`, for `duration`
+/// (loadgen `--slowloris`: the row's request head, trickled).
+pub fn slow_argv(
+    loadgen: &str,
+    s: &Scenario,
+    slow: SlowClients,
+    target: SocketAddr,
+    duration: Duration,
+) -> Vec<String> {
+    let mut argv = taskset(&s.loadgen_cpus);
+    argv.push(loadgen.to_string());
+    for (flag, value) in [
+        (
+            "--slowloris",
+            humantime::format_duration(slow.every).to_string(),
+        ),
+        ("-c", slow.connections.to_string()),
+        ("-d", humantime::format_duration(duration).to_string()),
+        ("--format", "jsonl".into()),
+        ("--shard", format!("{}-slow", s.name)),
+    ] {
+        argv.extend([flag.into(), value]);
+    }
+    argv.push(format!("http://{target}/"));
+    argv
+}
+
+/// What a finished `--slowloris` loadgen's log (kept) says.
+pub fn read_slow(path: &Path) -> anyhow::Result<loadgen::SlowRecord> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.lines()
+        .find_map(|l| match serde_json::from_str::<loadgen::Record>(l) {
+            Ok(loadgen::Record::SlowSummary(s)) => Some(s),
+            _ => None,
+        })
+        .with_context(|| format!("{}: no slow_summary record", path.display()))
+}
+
 /// Load host `i` of `n`'s share of row `s`: the connections and rate split
 /// evenly, the first hosts taking the remainder.
 pub fn share_of(s: &Scenario, i: usize, n: usize) -> Scenario {
@@ -110,7 +149,9 @@ pub fn keep(log: &Path) -> anyhow::Result<()> {
         && last.is_some_and(|l| {
             matches!(
                 serde_json::from_str::<loadgen::Record>(l),
-                Ok(loadgen::Record::Summary(_) | loadgen::Record::HoldSummary(_))
+                Ok(loadgen::Record::Summary(_)
+                    | loadgen::Record::HoldSummary(_)
+                    | loadgen::Record::SlowSummary(_))
             )
         });
     if !complete {
@@ -141,7 +182,7 @@ pub fn read_log(path: &Path) -> anyhow::Result<LogTotals> {
         match serde_json::from_str::<loadgen::Record>(line) {
             Ok(loadgen::Record::Interval(i)) => t.acknowledged = i.total_ok,
             Ok(loadgen::Record::Summary(s)) => t.rps = Some(s.rps),
-            Ok(loadgen::Record::Held(_) | loadgen::Record::HoldSummary(_)) | Err(_) => {}
+            Ok(_) | Err(_) => {}
         }
     }
     Ok(t)

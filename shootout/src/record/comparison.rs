@@ -22,6 +22,11 @@ pub struct BlockRecord {
     pub base_loadgen_exit: Option<i32>,
     pub row_server_exit: Option<i32>,
     pub base_server_exit: Option<i32>,
+    /// What the slow clients beside a side's load met (`slow_clients` rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row_slow: Option<loadgen::SlowRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_slow: Option<loadgen::SlowRecord>,
     pub seconds: f64,
     pub error: Option<String>,
 }
@@ -76,6 +81,7 @@ pub struct SideFacts {
     pub counter: Option<CounterCheck>,
     pub loadgen_exit: Option<i32>,
     pub server_exit: Option<i32>,
+    pub slow: Option<loadgen::SlowRecord>,
 }
 
 impl BlockRecord {
@@ -101,6 +107,8 @@ impl BlockRecord {
             base_loadgen_exit: base.loadgen_exit,
             row_server_exit: row.server_exit,
             base_server_exit: base.server_exit,
+            row_slow: row.slow,
+            base_slow: base.slow,
             seconds,
             error,
         }
