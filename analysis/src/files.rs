@@ -4,12 +4,15 @@
 //! read-only directory). The runner and the analysis both write this way.
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
 /// Writes `bytes` to `path` through `.NAME.XXXXXX.tmp` beside it and a
 /// rename; on error nothing new is left (an older `path` stays as it was).
+/// The file gets the mode `std::fs::write` would give it (0666 less the
+/// umask), not the temporary file's private 0600.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -22,6 +25,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         let mut tmp = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(".tmp")
+            .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(dir)?;
         tmp.write_all(bytes)?;
         tmp.as_file().sync_data()?;
@@ -77,6 +81,17 @@ mod tests {
         assert!(unfinished(dir.path()).is_empty());
         std::fs::write(partial(&p), "x").unwrap();
         assert_eq!(unfinished(dir.path()), [dir.path().join("a.json.partial")]);
+    }
+
+    #[test]
+    fn files_are_as_readable_as_fs_write_makes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("a.json");
+        let plain = dir.path().join("b.json");
+        write_atomic(&ours, b"x").unwrap();
+        std::fs::write(&plain, b"x").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&ours), mode(&plain));
     }
 
     #[test]
