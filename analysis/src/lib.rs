@@ -14,6 +14,7 @@ pub mod model;
 pub mod paired;
 pub mod report;
 pub mod stats;
+pub mod sweep;
 
 use std::path::Path;
 
@@ -32,7 +33,11 @@ pub fn analyse(dir: &Path, opts: &Options) -> (Option<Report>, Vec<Problem>) {
     };
     let mut report = report::build(&tables, opts, &mut problems);
     report.source = report::Source::read(dir);
-    if report.tables.is_empty() && report.paired.is_empty() && report.memory.is_empty() {
+    if report.tables.is_empty()
+        && report.paired.is_empty()
+        && report.memory.is_empty()
+        && report.sweeps.iter().all(|t| t.rows.is_empty())
+    {
         problems.push(Problem(format!(
             "{}: no log could be analysed",
             dir.display()

@@ -36,6 +36,9 @@ pub struct Report {
     /// Memory tables (absent from summary.json when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<crate::memory::report::MemoryTable>,
+    /// Sweep tables (absent from summary.json when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<crate::sweep::report::SweepTable>,
     /// Where the report came from, for index.html (not in summary.json).
     #[serde(skip)]
     pub source: Source,
@@ -154,7 +157,22 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
     let mut out = Vec::new();
     let mut paired = Vec::new();
     let mut memory = Vec::new();
+    let mut sweeps = Vec::new();
     for table in tables {
+        if table.spec.design.as_deref() == Some("sweep") {
+            let title = table
+                .spec
+                .title
+                .clone()
+                .unwrap_or_else(|| table.name.clone());
+            sweeps.push(crate::sweep::report::build(
+                &table.name,
+                &table.dir,
+                &title,
+                problems,
+            ));
+            continue;
+        }
         if table.spec.kind.as_deref() == Some("memory") {
             memory.extend(crate::memory::report::build(table, problems));
             continue;
@@ -287,6 +305,7 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
         tables: out,
         paired,
         memory,
+        sweeps,
         source: Source::default(),
     }
 }

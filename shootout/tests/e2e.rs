@@ -1056,3 +1056,53 @@ fn emulator_rows_run_in_real_terminals_and_leave_nothing() {
     assert_eq!(interrupt(&mut child, 30).code(), Some(130));
     assert!(leftovers(&out).is_empty(), "{:?}", leftovers(&out));
 }
+
+#[test]
+fn a_sweep_steps_through_its_rates_and_records_every_step() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
+    let stdout = run_ok(&["run", "shootout/tests/fixtures/sweep.toml"], out.path());
+    assert!(stdout.contains("actix: sweep done"), "{stdout}");
+    let m = meta(out.path());
+    assert_eq!(m["design"], "sweep");
+    let row = &m["rows"][0];
+    assert!(row["error"].is_null(), "{row}");
+    // Every POST the steps acknowledged is in the server's count.
+    assert_eq!(row["counter"]["ok"], true, "{row}");
+    let table = run_dir(out.path()).join("sweep");
+    for f in [
+        "actix.probe.jsonl",
+        "actix.step-01.jsonl",
+        "actix.step-02.jsonl",
+        "actix.sweep.json",
+        "table.toml",
+    ] {
+        assert!(table.join(f).is_file(), "{f}");
+    }
+    // summary.json's sweeps, recomputed from the logs: both rates met a
+    // 10 s target, so no search ran and the sweep never got past it.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir(out.path()).join("summary.json")).unwrap())
+            .unwrap();
+    let r = &summary["sweeps"][0]["rows"][0];
+    assert_eq!(r["row"], "actix", "{r}");
+    assert_eq!(r["slo"], "p99 <= 10s", "{r}");
+    let steps = r["steps"].as_array().unwrap();
+    let rates: Vec<f64> = steps.iter().map(|s| s["rate"].as_f64().unwrap()).collect();
+    assert_eq!(rates, [200.0, 400.0], "{r}");
+    for s in steps {
+        for k in ["achieved", "p50_us", "p99_us", "p999_us"] {
+            assert!(s[k].as_f64().unwrap() > 0.0, "{k}: {s}");
+        }
+        assert!(s["valid"].is_boolean(), "{s}");
+    }
+    assert_eq!(r["bracket"], "above", "{r}");
+    assert!(r["searches"].as_array().unwrap().is_empty(), "{r}");
+    let readme = std::fs::read_to_string(run_dir(out.path()).join("README.md")).unwrap();
+    assert!(readme.contains("| Configuration | Target |"), "{readme}");
+    assert!(
+        leftovers(out.path()).is_empty(),
+        "{:?}",
+        leftovers(out.path())
+    );
+}

@@ -32,6 +32,7 @@ impl Exporter for MarkdownExporter {
         }
         super::paired_md::sections(&mut out, &report.paired)?;
         super::memory_md::sections(&mut out, &report.memory)?;
+        super::sweep_md::sections(&mut out, &report.sweeps)?;
         Ok(out.into_bytes())
     }
 }

@@ -9,6 +9,7 @@ mod memory_svg;
 mod paired_md;
 mod paired_svg;
 mod svg;
+mod sweep_md;
 
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;

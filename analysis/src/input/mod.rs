@@ -117,7 +117,8 @@ pub fn read_results(dir: &Path) -> Result<(Vec<TableInput>, Vec<Problem>), Probl
                 TableSpec::default()
             }
         };
-        if spec.design.as_deref() == Some("paired") || spec.kind.as_deref() == Some("memory") {
+        let own_reader = matches!(spec.design.as_deref(), Some("paired" | "sweep"));
+        if own_reader || spec.kind.as_deref() == Some("memory") {
             tables.push(TableInput {
                 name,
                 dir: table_dir,

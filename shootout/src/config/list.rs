@@ -33,6 +33,28 @@ impl ScenarioFile {
                 settle = humantime::format_duration(m.settle),
             )?;
         }
+        if let Design::Sweep(w) = &self.design {
+            writeln!(
+                out,
+                "  sweep to {}: {}, steps of at least {} and {} requests after {} settle, {} search(es) of {} bisection rounds",
+                w.slo,
+                match &w.rates {
+                    Some(r) => format!("rates {r:?}"),
+                    None => format!(
+                        "from {}% of the closed-model rate ({} probe) up by {}x, at most {} steps",
+                        w.start_pct,
+                        humantime::format_duration(w.probe),
+                        w.factor,
+                        w.max_steps
+                    ),
+                },
+                humantime::format_duration(w.step),
+                w.min_requests,
+                humantime::format_duration(w.settle),
+                w.repeats,
+                w.bisect,
+            )?;
+        }
         let timed = matches!(self.design, Design::Sequential);
         for s in &self.scenarios {
             writeln!(

@@ -6,3 +6,4 @@ pub mod hosts;
 pub mod list;
 pub mod parse;
 pub mod scenario;
+pub mod sweep;

@@ -91,6 +91,7 @@ struct RawFile {
     kind: Option<Spanned<String>>,
     paired: Option<Spanned<RawPaired>>,
     memory: Option<Spanned<RawMemory>>,
+    sweep: Option<Spanned<crate::config::sweep::RawSweep>>,
     #[serde(default)]
     defaults: Settings,
     #[serde(default)]
@@ -656,32 +657,35 @@ fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, Sc
                 ));
             }
             // Blocks, not repetitions or per-row durations, time a paired run.
-            for o in raw.scenario.iter().chain([&raw.defaults]) {
-                let keys = [
-                    ("duration", o.duration.as_ref().map(|x| x.span().start)),
-                    ("warmup", o.warmup.as_ref().map(|x| x.span().start)),
-                    (
-                        "repetitions",
-                        o.repetitions.as_ref().map(|x| x.span().start),
-                    ),
-                ];
-                if let Some((key, at)) = keys.iter().find_map(|(k, a)| a.map(|a| (k, a))) {
-                    return Err(err(
-                        at,
-                        format!("{key} is not used by design = \"paired\": set block, settle and blocks in [paired]"),
-                    ));
-                }
-            }
+            refuse_timing_keys(
+                raw,
+                false,
+                "paired",
+                "block, settle and blocks in [paired]",
+                err,
+            )?;
             check_against(raw, err)?;
             Design::Paired(paired_settings(raw.paired.as_ref(), err)?)
+        }
+        Some(("sweep", span)) => {
+            check_sweep_rows(raw, scenarios, err)?;
+            let s = crate::config::sweep::settings(raw.sweep.as_ref(), span.start)
+                .map_err(|(at, m)| err(at, m))?;
+            Design::Sweep(s)
         }
         Some((other, span)) => {
             return Err(err(
                 span.start,
-                format!("unknown design {other:?}: use \"sequential\" or \"paired\""),
+                format!("unknown design {other:?}: use \"sequential\", \"paired\" or \"sweep\""),
             ))
         }
     };
+    if let (false, Some(t)) = (matches!(design, Design::Sweep(_)), &raw.sweep) {
+        return Err(err(
+            t.span().start,
+            "[sweep] needs design = \"sweep\"".into(),
+        ));
+    }
     if !matches!(design, Design::Paired(_)) {
         if let Some(a) = raw.scenario.iter().find_map(|o| o.against.as_ref()) {
             return Err(err(
@@ -760,6 +764,60 @@ fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, Sc
         }
     };
     Ok(design)
+}
+
+/// A design that times its rows itself refuses the rows' `duration`,
+/// `warmup` and `repetitions` (and `rate` when `rate_too`), at their line.
+fn refuse_timing_keys(
+    raw: &RawFile,
+    rate_too: bool,
+    design: &str,
+    instead: &str,
+    err: &Err,
+) -> Result<(), ScenarioError> {
+    for o in raw.scenario.iter().chain([&raw.defaults]) {
+        let keys = [
+            ("duration", o.duration.as_ref().map(|x| x.span().start)),
+            ("warmup", o.warmup.as_ref().map(|x| x.span().start)),
+            (
+                "repetitions",
+                o.repetitions.as_ref().map(|x| x.span().start),
+            ),
+            (
+                "rate",
+                o.rate.as_ref().filter(|_| rate_too).map(|x| x.span().start),
+            ),
+        ];
+        if let Some((key, at)) = keys.iter().find_map(|(k, a)| a.map(|a| (k, a))) {
+            return Err(err(
+                at,
+                format!("{key} is not used by design = \"{design}\": set {instead}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Sweep rows take their rates and step times from `[sweep]`, and run on
+/// this machine.
+fn check_sweep_rows(raw: &RawFile, rows: &[Scenario], err: &Err) -> Result<(), ScenarioError> {
+    refuse_timing_keys(
+        raw,
+        true,
+        "sweep",
+        "rates, step, settle and repeats in [sweep]",
+        err,
+    )?;
+    if let Some(s) = rows.iter().find(|s| s.hosts.is_some()) {
+        return Err(err(
+            row_at(raw, &s.name),
+            format!(
+                "row {:?} is on remote hosts: sweeps run on this machine for now",
+                s.name
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Memory rows take their connections from `connections` and hold them;

@@ -95,6 +95,9 @@ pub enum Design {
     /// Memory rows: the server's memory idle, with connections held, after
     /// they closed (`kind = "memory"`), repetitions in rounds.
     Memory(MemorySettings),
+    /// Latency against load: each row through open-model rates up to
+    /// saturation, and the highest rate that meets a latency target.
+    Sweep(crate::config::sweep::SweepSettings),
 }
 
 /// How the two stacks of a paired block are loaded.

@@ -8,6 +8,7 @@ pub mod calibrate;
 pub mod memory;
 pub mod paired;
 pub mod sequential;
+pub mod sweep;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -206,6 +207,7 @@ fn run_in(
         Design::Sequential => sequential::run_all(&run, scenarios, &mut meta)?,
         Design::Paired(p) => paired::run_all(&run, scenarios, opts.only.as_deref(), p, &mut meta)?,
         Design::Memory(m) => memory::run_all(&run, scenarios, m, &mut meta)?,
+        Design::Sweep(w) => sweep::run_all(&run, scenarios, w, &mut meta)?,
     };
     meta.interrupted = outcome.interrupted;
     meta.write(dir)?;
@@ -241,6 +243,11 @@ fn select(file: &ScenarioFile, opts: &RunOptions) -> anyhow::Result<(Vec<Scenari
                 for s in &mut scenarios {
                     s.duration = d;
                 }
+            }
+        }
+        Design::Sweep(_) => {
+            if opts.duration.is_some() || opts.blocks.is_some() || opts.runs.is_some() {
+                bail!("{path}: sweep rows take their times from [sweep] (step, settle, probe, repeats), not --duration, --blocks or --runs");
             }
         }
         Design::Memory(_) => {

@@ -79,6 +79,9 @@ pub(crate) fn write_table_toml(
         Design::Memory(_) => {
             t.insert("kind".into(), "memory".into());
         }
+        Design::Sweep(_) => {
+            t.insert("design".into(), "sweep".into());
+        }
         Design::Sequential => {}
     }
     if let Some(b) = file

@@ -1,0 +1,164 @@
+//! A sweep table's figures, recomputed from its raw files: every row's
+//! `ROW.sweep.json` (the runner's index: the rate each step asked for and
+//! the CPU it sampled) and the loadgen logs it names.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::rules::{self, Bracket, Rules, Step};
+use super::slo::Slo;
+use crate::input::Problem;
+
+/// A sweep table (summary.json `sweeps` holds its rows).
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepTable {
+    pub name: String,
+    pub title: String,
+    pub rows: Vec<SweepRow>,
+}
+
+/// One row's sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepRow {
+    pub row: String,
+    pub label: String,
+    pub slo: String,
+    /// The closed-model probe's 2xx/s.
+    pub closed_rps: Option<f64>,
+    /// The sweep's steps, in increasing rate.
+    pub steps: Vec<StepFigures>,
+    /// Each search's highest passing rate.
+    pub searches: Vec<f64>,
+    pub max_rate_at_slo: Option<f64>,
+    pub max_rate_ci95_pct: Option<f64>,
+    /// Why no search ran: `"below"` (the lightest step already failed),
+    /// `"above"` (no step failed) or `"client"` (the first step that did
+    /// not pass was invalid; the max rate is then a lower bound).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bracket: Option<&'static str>,
+    pub knee: Option<f64>,
+    /// Search steps (bisection), for the record.
+    pub search_steps: Vec<StepFigures>,
+}
+
+/// One step as summary.json gives it: its figures, and how the rules
+/// judged them.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepFigures {
+    #[serde(flatten)]
+    pub step: Step,
+    /// The client kept its schedule and had CPU to spare.
+    pub valid: bool,
+    pub passes: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct Index {
+    row: String,
+    label: String,
+    slo: String,
+    max_lateness_us: f64,
+    max_loadgen_busy: f64,
+    steps: Vec<Entry>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Entry {
+    phase: String,
+    log: String,
+    rate: Option<f64>,
+    loadgen_busy: Option<f64>,
+    server_cpu_s: Option<f64>,
+}
+
+/// The sweep table in `dir`; rows that cannot be read become problems.
+pub fn build(name: &str, dir: &Path, title: &str, problems: &mut Vec<Problem>) -> SweepTable {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".sweep.json"))
+        .collect();
+    files.sort();
+    let mut rows = Vec::new();
+    for f in files {
+        match row(dir, &f) {
+            Ok(r) => rows.push(r),
+            Err(e) => problems.push(Problem(format!("{}: {e:#}", f.display()))),
+        }
+    }
+    SweepTable {
+        name: name.into(),
+        title: title.into(),
+        rows,
+    }
+}
+
+fn row(dir: &Path, index: &Path) -> anyhow::Result<SweepRow> {
+    let ix: Index = serde_json::from_slice(&std::fs::read(index)?)?;
+    let slo: Slo = ix.slo.parse().map_err(anyhow::Error::msg)?;
+    let rules = Rules {
+        slo,
+        max_lateness_us: ix.max_lateness_us,
+        max_loadgen_busy: ix.max_loadgen_busy,
+    };
+    let mut closed_rps = None;
+    let mut steps = Vec::new();
+    let mut search: Vec<(String, Step)> = Vec::new();
+    for e in &ix.steps {
+        let log = dir.join(&e.log);
+        match e.rate {
+            None => closed_rps = crate::sweep::closed_rps(&log)?,
+            Some(rate) => {
+                let s = super::step_of(&log, rate, e.loadgen_busy, e.server_cpu_s)?;
+                if e.phase == "sweep" {
+                    steps.push(s);
+                } else {
+                    search.push((e.phase.clone(), s));
+                }
+            }
+        }
+    }
+    // Each search's answer: its highest passing rate, or the bracket's low
+    // end when none of its steps passed. An invalid search step counts as
+    // a failure (the answer is then a lower bound).
+    let bracket = rules.bracket(&steps);
+    let mut searches = Vec::new();
+    let mut phases: Vec<&String> = search.iter().map(|(p, _)| p).collect();
+    phases.dedup();
+    if let Bracket::Between(low, _) = bracket {
+        for p in phases {
+            let best = search
+                .iter()
+                .filter(|(q, s)| q == p && rules.passes(s))
+                .map(|(_, s)| s.rate)
+                .fold(low, f64::max);
+            searches.push(best);
+        }
+    }
+    let (max_rate_at_slo, max_rate_ci95_pct) = match (rules::max_rate(&searches), bracket) {
+        (Some((m, ci)), _) => (Some(m), ci),
+        (None, Bracket::Between(low, _) | Bracket::Client(Some(low))) => (Some(low), None),
+        (None, _) => (None, None),
+    };
+    let figures = |s: &Step| StepFigures {
+        step: s.clone(),
+        valid: rules.valid(s),
+        passes: rules.passes(s),
+    };
+    Ok(SweepRow {
+        row: ix.row,
+        label: ix.label,
+        slo: slo.to_string(),
+        closed_rps,
+        knee: rules::knee(&steps, &rules),
+        steps: steps.iter().map(figures).collect(),
+        searches,
+        max_rate_at_slo,
+        max_rate_ci95_pct,
+        bracket: bracket.limit(),
+        search_steps: search.iter().map(|(_, s)| figures(s)).collect(),
+    })
+}

@@ -1,0 +1,289 @@
+//! `design = "sweep"` and its `[sweep]` table: latency against load, and
+//! the highest rate that meets a latency target.
+
+use std::time::Duration;
+
+use analysis::sweep::Slo;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// Settings of the sweep design (see the crate README, "Sweeps").
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepSettings {
+    /// The latency target every step is judged by.
+    pub slo: Slo,
+    /// The rates to step through (requests/s, increasing); when absent,
+    /// geometric steps from `start_pct` of the row's closed-model rate.
+    pub rates: Option<Vec<f64>>,
+    /// First rate as a percentage of the closed-model probe's 2xx/s.
+    pub start_pct: f64,
+    /// Each rate this many times the one before.
+    pub factor: f64,
+    /// Most steps of the sweep (it stops earlier past saturation).
+    pub max_steps: u32,
+    /// Shortest measured time of a step; longer when `min_requests` needs it.
+    pub step: Duration,
+    /// Fewest requests a step measures (so that p99.9 rests on at least
+    /// `min_requests / 1000` responses).
+    pub min_requests: u64,
+    /// Load before each step's measured part, left out.
+    pub settle: Duration,
+    /// The closed-model probe that finds the row's saturation rate.
+    pub probe: Duration,
+    /// Bisection rounds between the last passing and first failing rate.
+    pub bisect: u32,
+    /// Independent searches (each `bisect` rounds from the sweep's
+    /// bracket); the max rate's interval comes from them.
+    pub repeats: u32,
+}
+
+impl SweepSettings {
+    /// The settings with `slo` and every default.
+    pub fn new(slo: Slo) -> SweepSettings {
+        SweepSettings {
+            slo,
+            rates: None,
+            start_pct: 10.0,
+            factor: 1.5,
+            max_steps: 12,
+            step: Duration::from_secs(3),
+            min_requests: 20_000,
+            settle: Duration::from_secs(1),
+            probe: Duration::from_secs(3),
+            bisect: 4,
+            repeats: 3,
+        }
+    }
+
+    /// How long a step at `rate` measures: `step`, or longer until
+    /// `min_requests` are due, in whole seconds.
+    pub fn step_length(&self, rate: f64) -> Duration {
+        let needed = (self.min_requests as f64 / rate).ceil();
+        self.step.max(Duration::from_secs_f64(needed))
+    }
+}
+
+/// The `[sweep]` table as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSweep {
+    slo: Option<Spanned<String>>,
+    rates: Option<Spanned<Vec<f64>>>,
+    start_pct: Option<Spanned<f64>>,
+    factor: Option<Spanned<f64>>,
+    max_steps: Option<Spanned<i64>>,
+    step: Option<Spanned<String>>,
+    min_requests: Option<Spanned<i64>>,
+    settle: Option<Spanned<String>>,
+    probe: Option<Spanned<String>>,
+    bisect: Option<Spanned<i64>>,
+    repeats: Option<Spanned<i64>>,
+}
+
+/// Checks `raw` (the table at offset `at`); an error is (offset, message).
+pub fn settings(
+    raw: Option<&Spanned<RawSweep>>,
+    at: usize,
+) -> Result<SweepSettings, (usize, String)> {
+    let Some(raw) = raw else {
+        return Err((at, "design = \"sweep\" needs a [sweep] table with slo = \"p99 <= 1ms\" (the latency target)".into()));
+    };
+    let table = raw.span().start;
+    let r = raw.get_ref();
+    let slo = r.slo.as_ref().ok_or((
+        table,
+        "[sweep] needs slo, e.g. slo = \"p99 <= 1ms\"".to_string(),
+    ))?;
+    let mut s = SweepSettings::new(
+        slo.get_ref()
+            .parse()
+            .map_err(|m| (slo.span().start, format!("[sweep] {m}")))?,
+    );
+    if let Some(rates) = &r.rates {
+        let at = rates.span().start;
+        let v = rates.get_ref();
+        if v.is_empty() {
+            return Err((at, "[sweep] rates is empty: give the rates to step through, or leave it out for geometric steps".into()));
+        }
+        if let Some(bad) = v.iter().find(|x| !(x.is_finite() && **x > 0.0)) {
+            return Err((
+                at,
+                format!("[sweep] rates must be more than zero, not {bad}"),
+            ));
+        }
+        if v.windows(2).any(|w| w[1] <= w[0]) {
+            return Err((at, "[sweep] rates must increase".into()));
+        }
+        s.rates = Some(v.clone());
+    }
+    let float =
+        |v: &Option<Spanned<f64>>, key: &str, fallback: f64, ok: fn(f64) -> bool, rule: &str| {
+            v.as_ref().map_or(Ok(fallback), |x| {
+                let n = *x.get_ref();
+                if n.is_finite() && ok(n) {
+                    Ok(n)
+                } else {
+                    Err((
+                        x.span().start,
+                        format!("[sweep] {key} must be {rule}, not {n}"),
+                    ))
+                }
+            })
+        };
+    s.start_pct = float(
+        &r.start_pct,
+        "start_pct",
+        s.start_pct,
+        |n| n > 0.0 && n <= 100.0,
+        "in (0, 100]",
+    )?;
+    s.factor = float(&r.factor, "factor", s.factor, |n| n > 1.0, "more than 1")?;
+    let count = |v: &Option<Spanned<i64>>, key: &str, fallback: u64, least: i64| {
+        v.as_ref().map_or(Ok(fallback), |x| {
+            let n = *x.get_ref();
+            if n >= least {
+                Ok(n as u64)
+            } else {
+                Err((
+                    x.span().start,
+                    format!("[sweep] {key} must be at least {least}, not {n}"),
+                ))
+            }
+        })
+    };
+    let small = |n: u64, key: &str, v: &Option<Spanned<i64>>| {
+        u32::try_from(n).map_err(|_| {
+            (
+                v.as_ref().map_or(table, |x| x.span().start),
+                format!("[sweep] {key} is too large"),
+            )
+        })
+    };
+    s.max_steps = small(
+        count(&r.max_steps, "max_steps", s.max_steps.into(), 2)?,
+        "max_steps",
+        &r.max_steps,
+    )?;
+    s.min_requests = count(&r.min_requests, "min_requests", s.min_requests, 1)?;
+    s.bisect = small(
+        count(&r.bisect, "bisect", s.bisect.into(), 0)?,
+        "bisect",
+        &r.bisect,
+    )?;
+    s.repeats = small(
+        count(&r.repeats, "repeats", s.repeats.into(), 1)?,
+        "repeats",
+        &r.repeats,
+    )?;
+    let dur = |v: &Option<Spanned<String>>, key: &str, fallback: Duration, zero_ok: bool| {
+        v.as_ref().map_or(Ok(fallback), |x| {
+            match humantime::parse_duration(x.get_ref()) {
+                Ok(d) if zero_ok || !d.is_zero() => Ok(d),
+                Ok(_) => Err((
+                    x.span().start,
+                    format!("[sweep] {key} must be more than zero"),
+                )),
+                Err(e) => Err((
+                    x.span().start,
+                    format!("[sweep] bad {key} {:?}: {e}", x.get_ref()),
+                )),
+            }
+        })
+    };
+    s.step = dur(&r.step, "step", s.step, false)?;
+    s.settle = dur(&r.settle, "settle", s.settle, true)?;
+    s.probe = dur(&r.probe, "probe", s.probe, false)?;
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::scenario::Design;
+
+    fn parse(table: &str) -> Result<SweepSettings, String> {
+        let text =
+            format!("design = \"sweep\"\n{table}\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n");
+        let f = crate::config::parse::parse(std::path::Path::new("t.toml"), &text)
+            .map_err(|e| e.to_string())?;
+        match f.design {
+            Design::Sweep(s) => Ok(s),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_sweep_table_reads_with_its_defaults() {
+        let s = parse("[sweep]\nslo = \"p99.9 <= 10ms\"\nrates = [1000.0, 2000.0]\nrepeats = 2\n")
+            .unwrap();
+        assert_eq!(s.slo.to_string(), "p99.9 <= 10ms");
+        assert_eq!(s.rates, Some(vec![1000.0, 2000.0]));
+        assert_eq!((s.repeats, s.bisect, s.factor), (2, 4, 1.5));
+    }
+
+    #[test]
+    fn bad_sweep_values_name_the_file_and_line() {
+        for (table, want) in [
+            (
+                "[sweep]\nslo = \"p99 <= banana\"\n",
+                "t.toml:3: [sweep] bad slo \"p99 <= banana\"",
+            ),
+            (
+                "[sweep]\nslo = \"p99 <= 1ms\"\nrates = []\n",
+                "t.toml:4: [sweep] rates is empty",
+            ),
+            (
+                "[sweep]\nslo = \"p99 <= 1ms\"\nrates = [100.0, -5.0]\n",
+                "t.toml:4: [sweep] rates must be more than zero, not -5",
+            ),
+            (
+                "[sweep]\nslo = \"p99 <= 1ms\"\nrates = [200.0, 100.0]\n",
+                "t.toml:4: [sweep] rates must increase",
+            ),
+            (
+                "[sweep]\nslo = \"p99 <= 1ms\"\nfactor = 1.0\n",
+                "t.toml:4: [sweep] factor must be more than 1",
+            ),
+            (
+                "[sweep]\nslo = \"p99 <= 1ms\"\nrepeats = 0\n",
+                "t.toml:4: [sweep] repeats must be at least 1",
+            ),
+            (
+                "[sweep]\nslo = \"p99 <= 1ms\"\nstep = \"0s\"\n",
+                "t.toml:4: [sweep] step must be more than zero",
+            ),
+            (
+                "[sweep]\nslo = \"p99 <= 1ms\"\nturbo = 1\n",
+                "t.toml:4: unknown field `turbo`",
+            ),
+            ("[sweep]\nrates = [1.0]\n", "t.toml:2: [sweep] needs slo"),
+            ("", "t.toml:1: design = \"sweep\" needs a [sweep] table"),
+        ] {
+            let e = parse(table).unwrap_err();
+            assert!(e.starts_with(want), "{table:?}: {e}");
+        }
+        let rate = "design = \"sweep\"\n[sweep]\nslo = \"p99 <= 1ms\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrate = 5.0\n";
+        let e = crate::config::parse::parse(std::path::Path::new("t.toml"), rate).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("t.toml:7: rate is not used by design = \"sweep\""),
+            "{e}"
+        );
+        let orphan =
+            "[sweep]\nslo = \"p99 <= 1ms\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n";
+        let e = crate::config::parse::parse(std::path::Path::new("t.toml"), orphan).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("t.toml:1: [sweep] needs design = \"sweep\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_step_is_long_enough_for_its_requests() {
+        let s = SweepSettings::new("p99 <= 1ms".parse().unwrap());
+        assert_eq!(s.step_length(100_000.0), Duration::from_secs(3));
+        assert_eq!(s.step_length(2_000.0), Duration::from_secs(10));
+        assert_eq!(s.step_length(3_000.0), Duration::from_secs(7));
+    }
+}
