@@ -166,11 +166,15 @@ fn slow_clients(out: &mut String, t: &PairedTable) -> std::fmt::Result {
         out,
         "Beside the row's load, loadgen `--slowloris` kept this many connections open, each \
          sending its request head a byte at a time and never finishing it; a connection the \
-         server ended was opened again.\n"
+         server ended was opened again. Lifetimes are those of the connections the server \
+         ended within a block's slow-client run (the block and its settle): one still open at \
+         its end is not among them, so where a block ended fewer than it kept open, the upper \
+         percentiles are understated. loadgen reports percentiles per block; the table gives \
+         the median of the blocks' medians, and the lowest p10 and highest p90 of any block.\n"
     )?;
     writeln!(
         out,
-        "| Configuration | Slow clients (a byte every) | Ended by the server per block | What it sent first | Lifetime of an ended one: median (p10-p90) | Open at the end (mean) | Failed connects |"
+        "| Configuration | Slow clients (a byte every) | Ended by the server per block | What it sent first | Lifetime of an ended one: median of blocks (lowest p10 - highest p90) | Open at the end (mean) | Failed connects |"
     )?;
     writeln!(out, "|---|---:|---:|---|---:|---:|---:|")?;
     for (r, s) in rows {
