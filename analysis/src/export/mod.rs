@@ -10,6 +10,7 @@ mod paired_md;
 mod paired_svg;
 mod svg;
 mod sweep_md;
+mod sweep_svg;
 
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;
@@ -35,6 +36,11 @@ pub fn paired_chart_name(table: &crate::paired::report::PairedTable) -> String {
 /// File name of a memory table's chart.
 pub fn memory_chart_name(table: &crate::memory::report::MemoryTable) -> String {
     format!("{}-memory.svg", table.name)
+}
+
+/// File name of a sweep table's latency-against-load chart.
+pub fn sweep_chart_name(table: &crate::sweep::report::SweepTable) -> String {
+    format!("{}-latency-vs-load.svg", table.name)
 }
 
 /// File name of a table's mean-with-CI bar chart.

@@ -36,6 +36,12 @@ pub fn charts(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
             super::memory_svg::chart(table)?,
         ));
     }
+    for table in report.sweeps.iter().filter(|t| !t.rows.is_empty()) {
+        out.push((
+            super::sweep_chart_name(table),
+            super::sweep_svg::chart(table)?,
+        ));
+    }
     Ok(out)
 }
 

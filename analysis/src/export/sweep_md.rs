@@ -54,6 +54,14 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
             )?;
         }
         writeln!(out)?;
+        if !t.rows.is_empty() {
+            writeln!(
+                out,
+                "![Latency against load: {}]({})\n",
+                t.title,
+                super::sweep_chart_name(t)
+            )?;
+        }
         for r in &t.rows {
             writeln!(out, "### {}: steps\n", r.label)?;
             steps(out, &r.steps)?;

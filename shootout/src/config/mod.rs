@@ -7,3 +7,5 @@ pub mod list;
 pub mod parse;
 pub mod scenario;
 pub mod sweep;
+#[cfg(test)]
+mod sweep_tests;

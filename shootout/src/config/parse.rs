@@ -667,12 +667,7 @@ fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, Sc
             check_against(raw, err)?;
             Design::Paired(paired_settings(raw.paired.as_ref(), err)?)
         }
-        Some(("sweep", span)) => {
-            check_sweep_rows(raw, scenarios, err)?;
-            let s = crate::config::sweep::settings(raw.sweep.as_ref(), span.start)
-                .map_err(|(at, m)| err(at, m))?;
-            Design::Sweep(s)
-        }
+        Some(("sweep", span)) => Design::Sweep(sweep_design(raw, scenarios, span.start, err)?),
         Some((other, span)) => {
             return Err(err(
                 span.start,
@@ -796,6 +791,17 @@ fn refuse_timing_keys(
         }
     }
     Ok(())
+}
+
+/// The sweep design of `raw` (its rows checked, its `[sweep]` read).
+fn sweep_design(
+    raw: &RawFile,
+    scenarios: &[Scenario],
+    at: usize,
+    err: &Err,
+) -> Result<crate::config::sweep::SweepSettings, ScenarioError> {
+    check_sweep_rows(raw, scenarios, err)?;
+    crate::config::sweep::settings(raw.sweep.as_ref(), at).map_err(|(at, m)| err(at, m))
 }
 
 /// Sweep rows take their rates and step times from `[sweep]`, and run on

@@ -1,0 +1,126 @@
+//! The sweep chart: p99 and p99.9 latency (log scale) against achieved
+//! 2xx/s for every row, the target's limit as a line, and each row's max
+//! rate at the target as a vertical marker. Invalid steps (the client was
+//! the limit) are hollow.
+
+use plotters::prelude::*;
+
+use crate::sweep::report::SweepTable;
+
+fn draw_err(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("drawing a chart: {e}")
+}
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+];
+
+pub fn chart(table: &SweepTable) -> anyhow::Result<Vec<u8>> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 540)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        let steps = || table.rows.iter().flat_map(|r| r.steps.iter());
+        let x_max = steps().map(|s| s.step.achieved).fold(1.0f64, f64::max) * 1.05;
+        let limit = table.rows.first().and_then(|r| {
+            r.slo
+                .parse::<crate::sweep::Slo>()
+                .ok()
+                .map(|s| s.limit_us())
+        });
+        let y_max = steps()
+            .map(|s| s.step.p999_us.max(s.step.p99_us))
+            .chain(limit)
+            .fold(10.0f64, f64::max)
+            * 2.0;
+        let y_min = steps()
+            .map(|s| s.step.p99_us)
+            .filter(|v| *v > 0.0)
+            .fold(y_max, f64::min)
+            .max(1.0)
+            / 2.0;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{}: latency against load", table.title),
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x_max, (y_min..y_max).log_scale())
+            .map_err(draw_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("achieved 2xx/s")
+            .y_desc("latency µs (log)")
+            .draw()
+            .map_err(draw_err)?;
+        if let Some(l) = limit {
+            chart
+                .draw_series(LineSeries::new(
+                    [(0.0, l), (x_max, l)],
+                    BLACK.stroke_width(2),
+                ))
+                .map_err(draw_err)?
+                .label(format!("target {}", table.rows[0].slo))
+                .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLACK.stroke_width(2)));
+        }
+        for (i, r) in table.rows.iter().enumerate() {
+            let c = COLORS[i % COLORS.len()];
+            let p99: Vec<(f64, f64)> = r
+                .steps
+                .iter()
+                .filter(|s| s.step.p99_us > 0.0)
+                .map(|s| (s.step.achieved, s.step.p99_us))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(p99, c.stroke_width(2)))
+                .map_err(draw_err)?
+                .label(format!("{} p99", r.row))
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], c.stroke_width(2)));
+            let p999: Vec<(f64, f64)> = r
+                .steps
+                .iter()
+                .filter(|s| s.step.p999_us > 0.0)
+                .map(|s| (s.step.achieved, s.step.p999_us))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(p999, c.mix(0.5).stroke_width(1)))
+                .map_err(draw_err)?
+                .label(format!("{} p99.9", r.row))
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], c.mix(0.5)));
+            chart
+                .draw_series(r.steps.iter().filter(|s| s.step.p99_us > 0.0).map(|s| {
+                    let style = if s.valid {
+                        c.filled()
+                    } else {
+                        c.stroke_width(1)
+                    };
+                    Circle::new((s.step.achieved, s.step.p99_us), 4, style)
+                }))
+                .map_err(draw_err)?;
+            if let Some(m) = r.max_rate_at_slo {
+                chart
+                    .draw_series(LineSeries::new(
+                        [(m, y_min), (m, y_max)],
+                        c.mix(0.6).stroke_width(1),
+                    ))
+                    .map_err(draw_err)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(draw_err)?;
+        root.present().map_err(draw_err)?;
+    }
+    Ok(svg.into_bytes())
+}

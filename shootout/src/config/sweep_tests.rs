@@ -1,0 +1,90 @@
+//! Tests of `[sweep]` through the scenario parser.
+
+use crate::config::scenario::Design;
+use crate::config::sweep::SweepSettings;
+use std::time::Duration;
+
+fn parse(table: &str) -> Result<SweepSettings, String> {
+    let text =
+        format!("design = \"sweep\"\n{table}\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n");
+    let f = crate::config::parse::parse(std::path::Path::new("t.toml"), &text)
+        .map_err(|e| e.to_string())?;
+    match f.design {
+        Design::Sweep(s) => Ok(s),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_sweep_table_reads_with_its_defaults() {
+    let s =
+        parse("[sweep]\nslo = \"p99.9 <= 10ms\"\nrates = [1000.0, 2000.0]\nrepeats = 2\n").unwrap();
+    assert_eq!(s.slo.to_string(), "p99.9 <= 10ms");
+    assert_eq!(s.rates, Some(vec![1000.0, 2000.0]));
+    assert_eq!((s.repeats, s.bisect, s.factor), (2, 4, 1.5));
+}
+
+#[test]
+fn bad_sweep_values_name_the_file_and_line() {
+    for (table, want) in [
+        (
+            "[sweep]\nslo = \"p99 <= banana\"\n",
+            "t.toml:3: [sweep] bad slo \"p99 <= banana\"",
+        ),
+        (
+            "[sweep]\nslo = \"p99 <= 1ms\"\nrates = []\n",
+            "t.toml:4: [sweep] rates is empty",
+        ),
+        (
+            "[sweep]\nslo = \"p99 <= 1ms\"\nrates = [100.0, -5.0]\n",
+            "t.toml:4: [sweep] rates must be more than zero, not -5",
+        ),
+        (
+            "[sweep]\nslo = \"p99 <= 1ms\"\nrates = [200.0, 100.0]\n",
+            "t.toml:4: [sweep] rates must increase",
+        ),
+        (
+            "[sweep]\nslo = \"p99 <= 1ms\"\nfactor = 1.0\n",
+            "t.toml:4: [sweep] factor must be more than 1",
+        ),
+        (
+            "[sweep]\nslo = \"p99 <= 1ms\"\nrepeats = 0\n",
+            "t.toml:4: [sweep] repeats must be at least 1",
+        ),
+        (
+            "[sweep]\nslo = \"p99 <= 1ms\"\nstep = \"0s\"\n",
+            "t.toml:4: [sweep] step must be more than zero",
+        ),
+        (
+            "[sweep]\nslo = \"p99 <= 1ms\"\nturbo = 1\n",
+            "t.toml:4: unknown field `turbo`",
+        ),
+        ("[sweep]\nrates = [1.0]\n", "t.toml:2: [sweep] needs slo"),
+        ("", "t.toml:1: design = \"sweep\" needs a [sweep] table"),
+    ] {
+        let e = parse(table).unwrap_err();
+        assert!(e.starts_with(want), "{table:?}: {e}");
+    }
+    let rate = "design = \"sweep\"\n[sweep]\nslo = \"p99 <= 1ms\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrate = 5.0\n";
+    let e = crate::config::parse::parse(std::path::Path::new("t.toml"), rate).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("t.toml:7: rate is not used by design = \"sweep\""),
+        "{e}"
+    );
+    let orphan = "[sweep]\nslo = \"p99 <= 1ms\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n";
+    let e = crate::config::parse::parse(std::path::Path::new("t.toml"), orphan).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("t.toml:1: [sweep] needs design = \"sweep\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_step_is_long_enough_for_its_requests() {
+    let s = SweepSettings::new("p99 <= 1ms".parse().unwrap());
+    assert_eq!(s.step_length(100_000.0), Duration::from_secs(3));
+    assert_eq!(s.step_length(2_000.0), Duration::from_secs(10));
+    assert_eq!(s.step_length(3_000.0), Duration::from_secs(7));
+}
