@@ -82,9 +82,43 @@ impl Hosts {
     pub fn stop_sshd(&self, name: &str) {
         let pid =
             std::fs::read_to_string(self.dir.join("hosts").join(name).join("sshd.pid")).unwrap();
-        let pid = pid.trim();
-        let _ = Command::new("pkill").args(["-P", pid]).status();
-        let _ = Command::new("kill").arg(pid).status();
+        // The whole tree, not only sshd's children: a session's unprivileged
+        // child holds the TCP connection too, and while it lives an ssh
+        // control master can still run commands through it (a flaky test).
+        let mut tree = vec![pid.trim().to_string()];
+        let mut i = 0;
+        while i < tree.len() {
+            let out = Command::new("pgrep")
+                .args(["-P", &tree[i]])
+                .output()
+                .unwrap();
+            tree.extend(
+                String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .map(str::to_owned),
+            );
+            i += 1;
+        }
+        let _ = Command::new("kill").arg("-KILL").args(&tree).status();
+        let alive = |p: &String| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .map(|s| {
+                    !s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
+                .unwrap_or(false)
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while tree.iter().any(alive) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !tree.iter().any(alive),
+            "sshd of {name} still alive: {tree:?}"
+        );
     }
 }
 
