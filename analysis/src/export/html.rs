@@ -15,6 +15,7 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use crate::latency::RowLatency;
 use crate::paired::answer::{Answer, Verdict};
 use crate::paired::report::{Metric, PairedRow, PairedTable};
+use crate::paired::stats::RatioCi;
 use crate::report::{Report, Source};
 
 /// Renders `index.html` from a report, its README (Markdown) and its
@@ -189,7 +190,7 @@ fn paired_section(out: &mut String, t: &PairedTable) {
             esc(&r.name),
             esc(&compared_label(r, t)),
             rps_cell(r),
-            metric_cell(r.cpu.as_ref()),
+            cpu_cell(r),
             r.blocks,
             r.row_rps_mean,
             r.base_rps_mean,
@@ -246,15 +247,24 @@ fn compared_label(r: &PairedRow, t: &PairedTable) -> String {
 }
 
 fn rps_cell(r: &PairedRow) -> String {
-    match (r.across_runs, r.rps) {
-        (Some(ci), _) => format!(
+    across_cell(r, r.across_runs, r.rps.as_ref())
+}
+
+fn cpu_cell(r: &PairedRow) -> String {
+    across_cell(r, r.cpu_across_runs, r.cpu.as_ref())
+}
+
+/// The interval over runs of a repeated comparison, else over blocks.
+fn across_cell(r: &PairedRow, across: Option<RatioCi>, blocks: Option<&Metric>) -> String {
+    match across {
+        Some(ci) => format!(
             "{:.4} ({:.4}-{:.4}, {} runs)",
             ci.ratio,
             ci.lo,
             ci.hi,
             r.runs.len()
         ),
-        (None, m) => metric_cell(m.as_ref()),
+        None => metric_cell(blocks),
     }
 }
 

@@ -80,11 +80,20 @@ pub fn across_runs(runs: &[RunFigures]) -> Option<RatioCi> {
     stats::runs_t(&run_logs(runs))
 }
 
+/// The same run-level interval for server CPU per request.
+pub fn cpu_across_runs(runs: &[RunFigures]) -> Option<RatioCi> {
+    stats::runs_t(&logs_of(runs, |r| r.cpu))
+}
+
 /// Each run's 2xx/s ln ratio and its standard error (from its t interval
 /// over blocks): what [`across_runs`] and coverage's run level combine.
 pub fn run_logs(runs: &[RunFigures]) -> Vec<(f64, f64)> {
+    logs_of(runs, |r| r.rps)
+}
+
+fn logs_of(runs: &[RunFigures], f: impl Fn(&RunFigures) -> Option<Metric>) -> Vec<(f64, f64)> {
     runs.iter()
-        .filter_map(|r| r.rps.map(|m| (m.ratio.ln(), within_se(&m))))
+        .filter_map(|r| f(r).map(|m| (m.ratio.ln(), within_se(&m))))
         .collect()
 }
 
@@ -145,6 +154,9 @@ pub struct PairedRow {
     /// figure of a repeated comparison.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub across_runs: Option<RatioCi>,
+    /// CPU per request ratio over the runs, by the same rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_across_runs: Option<RatioCi>,
     /// RPS ratio with the row in the first slot, and with the baseline there.
     pub rps_ab: Option<f64>,
     pub rps_ba: Option<f64>,
@@ -267,6 +279,7 @@ pub fn row_figures(name: &str, label: &str, runs: &[(u32, Comparison)]) -> Paire
         rps: rps_metric(w),
         cpu: cpu_metric(w),
         across_runs: across_runs(&run_figures),
+        cpu_across_runs: cpu_across_runs(&run_figures),
         runs: run_figures,
         rps_ab: order_ratio(Order::Ab),
         rps_ba: order_ratio(Order::Ba),
