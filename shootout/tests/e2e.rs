@@ -1063,30 +1063,63 @@ fn a_sweep_steps_through_its_rates_and_records_every_step() {
     let out = tempfile::tempdir_in(target_dir()).unwrap();
     let stdout = run_ok(&["run", "shootout/tests/fixtures/sweep.toml"], out.path());
     assert!(stdout.contains("actix: sweep done"), "{stdout}");
+    assert!(stdout.contains("ntex: compared with actix"), "{stdout}");
     let m = meta(out.path());
     assert_eq!(m["design"], "sweep");
-    let row = &m["rows"][0];
-    assert!(row["error"].is_null(), "{row}");
-    // Every POST the steps acknowledged is in the server's count.
-    assert_eq!(row["counter"]["ok"], true, "{row}");
+    // Each row's sweep, then ntex's comparison (repetition 2).
+    let rows = m["rows"].as_array().unwrap();
+    let names: Vec<(&str, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["scenario"].as_str().unwrap(),
+                r["repetition"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(names, [("actix", 1), ("ntex", 1), ("ntex", 2)], "{m}");
+    for row in rows {
+        assert!(row["error"].is_null(), "{row}");
+        // Every POST the steps acknowledged is in the server's count.
+        assert_eq!(row["counter"]["ok"], true, "{row}");
+    }
     let table = run_dir(out.path()).join("sweep");
     for f in [
         "actix.probe.jsonl",
         "actix.step-01.jsonl",
         "actix.step-02.jsonl",
         "actix.sweep.json",
+        "ntex.sweep.json",
+        "ntex.compare.json",
+        "ntex.cmp-ntex-50-b01.jsonl",
+        "actix.cmp-ntex-50-b01.jsonl",
+        "ntex.cmp-ntex-50-b02.jsonl",
+        "actix.cmp-ntex-50-b02.jsonl",
         "table.toml",
     ] {
         assert!(table.join(f).is_file(), "{f}");
     }
-    // summary.json's sweeps, recomputed from the logs: both rates met a
-    // 10 s target, so no search ran and the sweep never got past it.
+    // summary.json's sweeps, recomputed from the logs: a line per row and
+    // target; both rates met both 10 s targets, so no search ran and the
+    // sweep never got past them.
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run_dir(out.path()).join("summary.json")).unwrap())
             .unwrap();
-    let r = &summary["sweeps"][0]["rows"][0];
-    assert_eq!(r["row"], "actix", "{r}");
-    assert_eq!(r["slo"], "p99 <= 10s", "{r}");
+    let lines = summary["sweeps"][0]["rows"].as_array().unwrap();
+    let keys: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|r| (r["row"].as_str().unwrap(), r["slo"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("actix", "p99 <= 10s"),
+            ("actix", "p99.9 <= 10s"),
+            ("ntex", "p99 <= 10s"),
+            ("ntex", "p99.9 <= 10s")
+        ]
+    );
+    let r = &lines[0];
     let steps = r["steps"].as_array().unwrap();
     let rates: Vec<f64> = steps.iter().map(|s| s["rate"].as_f64().unwrap()).collect();
     assert_eq!(rates, [200.0, 400.0], "{r}");
@@ -1098,8 +1131,34 @@ fn a_sweep_steps_through_its_rates_and_records_every_step() {
     }
     assert_eq!(r["bracket"], "above", "{r}");
     assert!(r["searches"].as_array().unwrap().is_empty(), "{r}");
+    // The comparison: half of actix's highest passing step (400, a lower
+    // bound: its sweep never got past the target), two blocks, ratios with
+    // intervals over them.
+    let c = &summary["sweeps"][0]["comparisons"][0];
+    assert_eq!(
+        (c["row"].as_str(), c["against"].as_str()),
+        (Some("ntex"), Some("actix")),
+        "{c}"
+    );
+    assert_eq!(c["rate"], 200.0, "{c}");
+    assert_eq!(c["base_max_is_lower_bound"], true, "{c}");
+    assert_eq!(
+        (c["blocks_planned"].as_u64(), c["blocks"].as_u64()),
+        (Some(2), Some(2)),
+        "{c}"
+    );
+    let p99 = &c["p99"];
+    assert!(
+        p99["lo"].as_f64().unwrap() <= p99["ratio"].as_f64().unwrap(),
+        "{c}"
+    );
+    assert!(
+        p99["ratio"].as_f64().unwrap() <= p99["hi"].as_f64().unwrap(),
+        "{c}"
+    );
     let readme = std::fs::read_to_string(run_dir(out.path()).join("README.md")).unwrap();
     assert!(readme.contains("| Configuration | Target |"), "{readme}");
+    assert!(readme.contains("### At equal rates"), "{readme}");
     assert!(
         leftovers(out.path()).is_empty(),
         "{:?}",

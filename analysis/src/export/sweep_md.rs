@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::sweep::report::{StepFigures, SweepTable};
+use crate::sweep::report::{SweepRow, SweepTable};
 
 /// Appends every sweep table (nothing when there are none).
 pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
@@ -25,7 +25,9 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          figure is their mean with a 95 % interval over the searches (Student's t). When the \
          first step that did not pass was invalid, no search runs: the max rate is at least the \
          last passing rate, and this client cannot say more. Knee: the highest rate before the first valid step whose p99 exceeds twice \
-         the lightest valid step's.\n"
+         the lightest valid step's. With several targets, the steps are shared (the sweep stops \
+         when every target's stop rule holds), each target has its own searches, and a row has a \
+         line per target.\n"
     )?;
     for t in tables {
         writeln!(out, "## {}\n", t.title)?;
@@ -54,6 +56,7 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
             )?;
         }
         writeln!(out)?;
+        comparisons(out, t)?;
         if !t.rows.is_empty() {
             writeln!(
                 out,
@@ -62,25 +65,45 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
                 super::sweep_chart_name(t)
             )?;
         }
+        // A row appears once per target, with the same steps: its steps
+        // once, judged by each target.
+        let mut done: Vec<&str> = Vec::new();
         for r in &t.rows {
+            if done.contains(&r.row.as_str()) {
+                continue;
+            }
+            done.push(&r.row);
+            let mine: Vec<&SweepRow> = t.rows.iter().filter(|x| x.row == r.row).collect();
             writeln!(out, "### {}: steps\n", r.label)?;
-            steps(out, &r.steps)?;
+            steps(out, &mine)?;
         }
     }
     Ok(())
 }
 
-fn steps(out: &mut String, steps: &[StepFigures]) -> std::fmt::Result {
-    writeln!(out, "| Rate | Achieved 2xx/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | Errors | Send lateness p99 µs | loadgen busy | Server CPU µs/2xx | Valid | Meets target |")?;
+/// The steps of a row (the same in each of `targets`), with whether each
+/// target judged a step valid and met.
+fn steps(out: &mut String, targets: &[&SweepRow]) -> std::fmt::Result {
+    let judged: String = targets.iter().map(|t| format!(" {} |", t.slo)).collect();
+    writeln!(out, "| Rate | Achieved 2xx/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | Errors | Send lateness p99 µs | loadgen busy | Server CPU µs/2xx |{judged}")?;
     writeln!(
         out,
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}",
+        "---|".repeat(targets.len())
     )?;
-    for f in steps {
+    for (k, f) in targets[0].steps.iter().enumerate() {
         let s = &f.step;
+        let verdicts: String = targets
+            .iter()
+            .map(|t| match t.steps.get(k) {
+                Some(g) if !g.valid => " invalid (client) |",
+                Some(g) if g.passes => " meets |",
+                _ => " fails |",
+            })
+            .collect();
         writeln!(
             out,
-            "| {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} | {} | {} | {} | {} |",
+            "| {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} | {} | {} |{verdicts}",
             s.rate,
             s.achieved,
             s.p50_us,
@@ -92,8 +115,58 @@ fn steps(out: &mut String, steps: &[StepFigures]) -> std::fmt::Result {
             s.lateness_p99_us,
             s.loadgen_busy.map_or("-".into(), |b| format!("{:.0}%", b * 100.0)),
             s.server_cpu_us.map_or("-".into(), |c| format!("{c:.2}")),
-            if f.valid { "yes" } else { "no" },
-            if f.passes { "yes" } else { "no" },
+        )?;
+    }
+    writeln!(out)
+}
+
+/// The comparisons at equal rates, when the table has any.
+fn comparisons(out: &mut String, t: &SweepTable) -> std::fmt::Result {
+    if t.comparisons.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "### At equal rates\n")?;
+    writeln!(
+        out,
+        "Each row and the baseline at the same open-model rate, a share of the baseline's max \
+         rate at the target. A block runs both, each in fresh processes, in an order planned \
+         before the first block (AB and BA balanced); a block counts when both of its steps were \
+         valid. Ratio = row / baseline, exp(mean of the blocks' ln ratios); 95 % CI: Student's t \
+         over the blocks (blocks - 1 degrees of freedom). A ratio above 1 means the row's latency \
+         (or CPU per request) is higher.\n"
+    )?;
+    writeln!(out, "| Configuration (against) | Rate (% of the baseline's max at target) | Blocks valid / planned | p99 ratio (95% CI) | p50 ratio | p99.9 ratio | 2xx/s ratio | CPU per request ratio | p99 µs row / baseline (medians) |")?;
+    writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+    for c in &t.comparisons {
+        let ci = |r: &Option<crate::paired::stats::RatioCi>| {
+            r.map_or("n/a".into(), |r| {
+                format!("{:.3} ({:.3}-{:.3})", r.ratio, r.lo, r.hi)
+            })
+        };
+        let us = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.0}"));
+        writeln!(
+            out,
+            "| {} (against {}) | {:.0} ({}% of {:.0}{} at {}) | {} / {} | {} | {} | {} | {} | {} | {} / {} |",
+            c.label,
+            c.against_label,
+            c.rate,
+            c.pct,
+            c.base_max_rate,
+            if c.base_max_is_lower_bound {
+                ", its highest passing step"
+            } else {
+                ""
+            },
+            c.target,
+            c.blocks,
+            c.blocks_planned,
+            ci(&c.p99),
+            ci(&c.p50),
+            ci(&c.p999),
+            ci(&c.achieved),
+            ci(&c.cpu_per_request),
+            us(c.row_p99_us),
+            us(c.base_p99_us),
         )?;
     }
     writeln!(out)

@@ -1,7 +1,8 @@
 //! The sweep chart: p99 and p99.9 latency (log scale) against achieved
-//! 2xx/s for every row, the target's limit as a line, and each row's max
-//! rate at the target as a vertical marker. Invalid steps (the client was
-//! the limit) are hollow.
+//! 2xx/s for every row, each target's limit as a line (the first black,
+//! the others grey), and each row's max rate at a target as a vertical
+//! marker (fainter for later targets). Steps invalid for the first target
+//! (the client was the limit) are hollow.
 
 use plotters::prelude::*;
 
@@ -25,14 +26,25 @@ pub fn chart(table: &SweepTable) -> anyhow::Result<Vec<u8>> {
     {
         let root = SVGBackend::with_string(&mut svg, (960, 540)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
-        let steps = || table.rows.iter().flat_map(|r| r.steps.iter());
+        // A row appears once per target with the same steps: draw its
+        // curves once.
+        let mut rows: Vec<&crate::sweep::report::SweepRow> = Vec::new();
+        for r in &table.rows {
+            if !rows.iter().any(|x| x.row == r.row) {
+                rows.push(r);
+            }
+        }
+        let steps = || rows.iter().flat_map(|r| r.steps.iter());
         let x_max = steps().map(|s| s.step.achieved).fold(1.0f64, f64::max) * 1.05;
-        let limit = table.rows.first().and_then(|r| {
-            r.slo
-                .parse::<crate::sweep::Slo>()
-                .ok()
-                .map(|s| s.limit_us())
-        });
+        let mut targets: Vec<(String, f64)> = Vec::new();
+        for r in &table.rows {
+            if let Ok(slo) = r.slo.parse::<crate::sweep::Slo>() {
+                if !targets.iter().any(|(t, _)| *t == r.slo) {
+                    targets.push((r.slo.clone(), slo.limit_us()));
+                }
+            }
+        }
+        let limit = targets.iter().map(|(_, l)| *l).reduce(f64::max);
         let y_max = steps()
             .map(|s| s.step.p999_us.max(s.step.p99_us))
             .chain(limit)
@@ -60,17 +72,19 @@ pub fn chart(table: &SweepTable) -> anyhow::Result<Vec<u8>> {
             .y_desc("latency µs (log)")
             .draw()
             .map_err(draw_err)?;
-        if let Some(l) = limit {
+        for (k, (name, l)) in targets.iter().enumerate() {
+            let style = if k == 0 {
+                BLACK.stroke_width(2)
+            } else {
+                RGBColor(128, 128, 128).stroke_width(2)
+            };
             chart
-                .draw_series(LineSeries::new(
-                    [(0.0, l), (x_max, l)],
-                    BLACK.stroke_width(2),
-                ))
+                .draw_series(LineSeries::new([(0.0, *l), (x_max, *l)], style))
                 .map_err(draw_err)?
-                .label(format!("target {}", table.rows[0].slo))
-                .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLACK.stroke_width(2)));
+                .label(format!("target {name}"))
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], style));
         }
-        for (i, r) in table.rows.iter().enumerate() {
+        for (i, r) in rows.iter().enumerate() {
             let c = COLORS[i % COLORS.len()];
             let p99: Vec<(f64, f64)> = r
                 .steps
@@ -104,12 +118,14 @@ pub fn chart(table: &SweepTable) -> anyhow::Result<Vec<u8>> {
                     Circle::new((s.step.achieved, s.step.p99_us), 4, style)
                 }))
                 .map_err(draw_err)?;
+        }
+        for r in &table.rows {
+            let i = rows.iter().position(|x| x.row == r.row).unwrap_or(0);
+            let first = targets.first().is_none_or(|(t, _)| *t == r.slo);
+            let c = COLORS[i % COLORS.len()].mix(if first { 0.6 } else { 0.25 });
             if let Some(m) = r.max_rate_at_slo {
                 chart
-                    .draw_series(LineSeries::new(
-                        [(m, y_min), (m, y_max)],
-                        c.mix(0.6).stroke_width(1),
-                    ))
+                    .draw_series(LineSeries::new([(m, y_min), (m, y_max)], c.stroke_width(1)))
                     .map_err(draw_err)?;
             }
         }

@@ -2,6 +2,7 @@
 //! rules that step, stop, judge and search ([`rules`]), and a step's
 //! figures from its loadgen log ([`step_of`]).
 
+pub mod compare;
 pub mod report;
 pub mod rules;
 pub mod slo;
@@ -74,4 +75,17 @@ pub fn closed_rps(log: &Path) -> anyhow::Result<Option<f64>> {
             Ok(loadgen::Record::Summary(s)) => Some(s.rps),
             _ => None,
         }))
+}
+
+/// The files in `dir` whose names end in `suffix`, sorted.
+fn files_ending(dir: &Path, suffix: &str) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    files.sort();
+    files
 }

@@ -7,7 +7,6 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::rules::{self, Bracket, Rules, Step};
-use super::slo::Slo;
 use crate::input::Problem;
 
 /// A sweep table (summary.json `sweeps` holds its rows).
@@ -16,6 +15,9 @@ pub struct SweepTable {
     pub name: String,
     pub title: String,
     pub rows: Vec<SweepRow>,
+    /// Comparisons at equal rates (`compare_at`), a row and rate each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<super::compare::Comparison>,
 }
 
 /// One row's sweep.
@@ -57,9 +59,9 @@ pub struct StepFigures {
 struct Index {
     row: String,
     label: String,
-    slo: String,
-    max_lateness_us: f64,
-    max_loadgen_busy: f64,
+    /// Each target and its bounds; search phases `search-T-R` name the
+    /// target by its place here (from 1).
+    targets: Vec<Rules>,
     steps: Vec<Entry>,
 }
 
@@ -74,36 +76,29 @@ struct Entry {
 
 /// The sweep table in `dir`; rows that cannot be read become problems.
 pub fn build(name: &str, dir: &Path, title: &str, problems: &mut Vec<Problem>) -> SweepTable {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().ends_with(".sweep.json"))
-        .collect();
-    files.sort();
+    let files = super::files_ending(dir, ".sweep.json");
     let mut rows = Vec::new();
     for f in files {
         match row(dir, &f) {
-            Ok(r) => rows.push(r),
+            Ok(r) => rows.extend(r),
             Err(e) => problems.push(Problem(format!("{}: {e:#}", f.display()))),
         }
     }
+    let comparisons = super::compare::build(dir).unwrap_or_else(|e| {
+        problems.push(Problem(format!("{}: comparisons: {e:#}", dir.display())));
+        Vec::new()
+    });
     SweepTable {
         name: name.into(),
         title: title.into(),
         rows,
+        comparisons,
     }
 }
 
-fn row(dir: &Path, index: &Path) -> anyhow::Result<SweepRow> {
+/// A row's figures for each of its targets, from its `ROW.sweep.json`.
+pub fn row(dir: &Path, index: &Path) -> anyhow::Result<Vec<SweepRow>> {
     let ix: Index = serde_json::from_slice(&std::fs::read(index)?)?;
-    let slo: Slo = ix.slo.parse().map_err(anyhow::Error::msg)?;
-    let rules = Rules {
-        slo,
-        max_lateness_us: ix.max_lateness_us,
-        max_loadgen_busy: ix.max_loadgen_busy,
-    };
     let mut closed_rps = None;
     let mut steps = Vec::new();
     let mut search: Vec<(String, Step)> = Vec::new();
@@ -121,10 +116,35 @@ fn row(dir: &Path, index: &Path) -> anyhow::Result<SweepRow> {
             }
         }
     }
+    Ok(ix
+        .targets
+        .iter()
+        .enumerate()
+        .map(|(t, rules)| {
+            let prefix = format!("search-{}-", t + 1);
+            let mine: Vec<(String, Step)> = search
+                .iter()
+                .filter(|(p, _)| p.starts_with(&prefix))
+                .cloned()
+                .collect();
+            target_row(&ix, rules, closed_rps, &steps, &mine)
+        })
+        .collect())
+}
+
+/// One target's figures: its bracket among the steps, its searches, the
+/// max rate and the knee.
+fn target_row(
+    ix: &Index,
+    rules: &Rules,
+    closed_rps: Option<f64>,
+    steps: &[Step],
+    search: &[(String, Step)],
+) -> SweepRow {
     // Each search's answer: its highest passing rate, or the bracket's low
     // end when none of its steps passed. An invalid search step counts as
     // a failure (the answer is then a lower bound).
-    let bracket = rules.bracket(&steps);
+    let bracket = rules.bracket(steps);
     let mut searches = Vec::new();
     let mut phases: Vec<&String> = search.iter().map(|(p, _)| p).collect();
     phases.dedup();
@@ -148,17 +168,17 @@ fn row(dir: &Path, index: &Path) -> anyhow::Result<SweepRow> {
         valid: rules.valid(s),
         passes: rules.passes(s),
     };
-    Ok(SweepRow {
-        row: ix.row,
-        label: ix.label,
-        slo: slo.to_string(),
+    SweepRow {
+        row: ix.row.clone(),
+        label: ix.label.clone(),
+        slo: rules.slo.to_string(),
         closed_rps,
-        knee: rules::knee(&steps, &rules),
+        knee: rules::knee(steps, rules),
         steps: steps.iter().map(figures).collect(),
         searches,
         max_rate_at_slo,
         max_rate_ci95_pct,
         bracket: bracket.limit(),
         search_steps: search.iter().map(|(_, s)| figures(s)).collect(),
-    })
+    }
 }

@@ -49,7 +49,7 @@ impl Step {
 }
 
 /// The bounds a sweep judges its steps by.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Rules {
     pub slo: Slo,
     /// A step whose send lateness p99 exceeds this (µs) measured the

@@ -73,6 +73,13 @@ impl Serialize for Slo {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Slo {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Slo, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl FromStr for Slo {
     type Err = String;
 

@@ -37,7 +37,11 @@ impl ScenarioFile {
             writeln!(
                 out,
                 "  sweep to {}: {}, steps of at least {} and {} requests after {} settle, {} search(es) of {} bisection rounds",
-                w.slo,
+                w.slos
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" and "),
                 match &w.rates {
                     Some(r) => format!("rates {r:?}"),
                     None => format!(
@@ -54,6 +58,13 @@ impl ScenarioFile {
                 w.repeats,
                 w.bisect,
             )?;
+            if !w.compare_at.is_empty() {
+                writeln!(
+                    out,
+                    "  then compared with the baseline at {:?} % of its max rate at {}, {} blocks each (fresh processes, random order)",
+                    w.compare_at, w.slos[0], w.compare_blocks
+                )?;
+            }
         }
         let timed = matches!(self.design, Design::Sequential);
         for s in &self.scenarios {

@@ -801,7 +801,27 @@ fn sweep_design(
     err: &Err,
 ) -> Result<crate::config::sweep::SweepSettings, ScenarioError> {
     check_sweep_rows(raw, scenarios, err)?;
-    crate::config::sweep::settings(raw.sweep.as_ref(), at).map_err(|(at, m)| err(at, m))
+    let settings =
+        crate::config::sweep::settings(raw.sweep.as_ref(), at).map_err(|(at, m)| err(at, m))?;
+    if let Some((names, at)) = raw.sweep.as_ref().and_then(|s| s.get_ref().compare()) {
+        if let Some(bad) = names
+            .iter()
+            .find(|n| !scenarios.iter().any(|s| &s.name == *n))
+        {
+            return Err(err(
+                at,
+                format!("[sweep] compare names {bad:?}, which is no row of this file"),
+            ));
+        }
+        let baseline = raw
+            .baseline
+            .as_ref()
+            .map_or(scenarios[0].name.as_str(), |b| b.get_ref());
+        if names.iter().any(|n| n == baseline) {
+            return Err(err(at, format!("[sweep] compare names the baseline {baseline:?}: it is what the others are compared with")));
+        }
+    }
+    Ok(settings)
 }
 
 /// Sweep rows take their rates and step times from `[sweep]`, and run on

@@ -10,8 +10,9 @@ use toml::Spanned;
 /// Settings of the sweep design (see the crate README, "Sweeps").
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepSettings {
-    /// The latency target every step is judged by.
-    pub slo: Slo,
+    /// The latency targets every step is judged by (at least one); the
+    /// first is the one comparisons take their rate from.
+    pub slos: Vec<Slo>,
     /// The rates to step through (requests/s, increasing); when absent,
     /// geometric steps from `start_pct` of the row's closed-model rate.
     pub rates: Option<Vec<f64>>,
@@ -35,13 +36,21 @@ pub struct SweepSettings {
     /// Independent searches (each `bisect` rounds from the sweep's
     /// bracket); the max rate's interval comes from them.
     pub repeats: u32,
+    /// Comparisons at equal rates, after every row's sweep: at these
+    /// percentages of the baseline row's max rate at the first target.
+    pub compare_at: Vec<f64>,
+    /// The rows compared with the baseline (none given: every other row).
+    pub compare: Option<Vec<String>>,
+    /// Blocks of each comparison (fixed before it starts): a block runs
+    /// the row and the baseline, each in fresh processes, in random order.
+    pub compare_blocks: u32,
 }
 
 impl SweepSettings {
-    /// The settings with `slo` and every default.
-    pub fn new(slo: Slo) -> SweepSettings {
+    /// The settings with `slos` and every default.
+    pub fn new(slos: Vec<Slo>) -> SweepSettings {
         SweepSettings {
-            slo,
+            slos,
             rates: None,
             start_pct: 10.0,
             factor: 1.5,
@@ -52,6 +61,9 @@ impl SweepSettings {
             probe: Duration::from_secs(3),
             bisect: 4,
             repeats: 3,
+            compare_at: Vec::new(),
+            compare: None,
+            compare_blocks: 6,
         }
     }
 
@@ -67,7 +79,7 @@ impl SweepSettings {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSweep {
-    slo: Option<Spanned<String>>,
+    slo: Option<Spanned<toml::Value>>,
     rates: Option<Spanned<Vec<f64>>>,
     start_pct: Option<Spanned<f64>>,
     factor: Option<Spanned<f64>>,
@@ -78,6 +90,19 @@ pub struct RawSweep {
     probe: Option<Spanned<String>>,
     bisect: Option<Spanned<i64>>,
     repeats: Option<Spanned<i64>>,
+    compare_at: Option<Spanned<Vec<f64>>>,
+    compare: Option<Spanned<Vec<String>>>,
+    compare_blocks: Option<Spanned<i64>>,
+}
+
+impl RawSweep {
+    /// `compare`'s names and where the list is, to check them against the
+    /// file's rows.
+    pub fn compare(&self) -> Option<(&[String], usize)> {
+        self.compare
+            .as_ref()
+            .map(|c| (c.get_ref().as_slice(), c.span().start))
+    }
 }
 
 /// Checks `raw` (the table at offset `at`); an error is (offset, message).
@@ -94,11 +119,7 @@ pub fn settings(
         table,
         "[sweep] needs slo, e.g. slo = \"p99 <= 1ms\"".to_string(),
     ))?;
-    let mut s = SweepSettings::new(
-        slo.get_ref()
-            .parse()
-            .map_err(|m| (slo.span().start, format!("[sweep] {m}")))?,
-    );
+    let mut s = SweepSettings::new(slos(slo)?);
     if let Some(rates) = &r.rates {
         let at = rates.span().start;
         let v = rates.get_ref();
@@ -190,8 +211,78 @@ pub fn settings(
             }
         })
     };
+    compare_settings(r, table, &mut s)?;
     s.step = dur(&r.step, "step", s.step, false)?;
     s.settle = dur(&r.settle, "settle", s.settle, true)?;
     s.probe = dur(&r.probe, "probe", s.probe, false)?;
     Ok(s)
+}
+
+/// `slo = "p99 <= 1ms"` or a list of them.
+fn slos(v: &Spanned<toml::Value>) -> Result<Vec<Slo>, (usize, String)> {
+    let at = v.span().start;
+    let texts: Vec<&str> = match v.get_ref() {
+        toml::Value::String(t) => vec![t.as_str()],
+        toml::Value::Array(a) => a
+            .iter()
+            .map(|x| x.as_str())
+            .collect::<Option<Vec<_>>>()
+            .ok_or((
+                at,
+                "[sweep] slo must be a string or a list of strings".to_string(),
+            ))?,
+        _ => {
+            return Err((
+                at,
+                "[sweep] slo must be a string or a list of strings".into(),
+            ))
+        }
+    };
+    if texts.is_empty() {
+        return Err((at, "[sweep] slo is empty: give at least one target".into()));
+    }
+    let slos = texts
+        .iter()
+        .map(|t| t.parse::<Slo>().map_err(|m| (at, format!("[sweep] {m}"))))
+        .collect::<Result<Vec<Slo>, _>>()?;
+    if let Some(i) = (1..slos.len()).find(|&i| slos[..i].contains(&slos[i])) {
+        return Err((at, format!("[sweep] slo {} is given twice", slos[i])));
+    }
+    Ok(slos)
+}
+
+/// `compare_at`, `compare` and `compare_blocks` into `s`.
+fn compare_settings(
+    r: &RawSweep,
+    table: usize,
+    s: &mut SweepSettings,
+) -> Result<(), (usize, String)> {
+    if let Some(b) = &r.compare_blocks {
+        let n = *b.get_ref();
+        s.compare_blocks = u32::try_from(n).ok().filter(|n| *n >= 2).ok_or((
+            b.span().start,
+            format!("[sweep] compare_blocks must be at least 2, not {n}"),
+        ))?;
+    }
+    if let Some(c) = &r.compare_at {
+        if let Some(bad) = c
+            .get_ref()
+            .iter()
+            .find(|x| !(x.is_finite() && **x > 0.0 && **x <= 100.0))
+        {
+            return Err((
+                c.span().start,
+                format!("[sweep] compare_at takes percentages in (0, 100], not {bad}"),
+            ));
+        }
+        s.compare_at = c.get_ref().clone();
+    }
+    s.compare = r.compare.as_ref().map(|c| c.get_ref().clone());
+    if s.compare.is_some() && s.compare_at.is_empty() {
+        return Err((
+            r.compare.as_ref().map_or(table, |c| c.span().start),
+            "[sweep] compare needs compare_at, the rates (percent of the baseline's max rate) to compare at".into(),
+        ));
+    }
+    Ok(())
 }

@@ -9,6 +9,7 @@ pub mod memory;
 pub mod paired;
 pub mod sequential;
 pub mod sweep;
+pub mod sweep_compare;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -147,6 +148,26 @@ pub fn run_file(
     result
 }
 
+/// Every row's sweep, then the comparisons at equal rates the file asks
+/// for (after the baseline's sweep, whose max rate sets their rates).
+fn sweep_then_compare(
+    run: &Prepared,
+    file: &ScenarioFile,
+    scenarios: &[Scenario],
+    settings: &crate::config::sweep::SweepSettings,
+    meta: &mut Meta,
+) -> anyhow::Result<RunOutcome> {
+    let mut outcome = sweep::run_all(run, scenarios, settings, meta)?;
+    if !outcome.interrupted && !settings.compare_at.is_empty() {
+        let baseline = file.baseline.as_deref().unwrap_or(&scenarios[0].name);
+        outcome.interrupted =
+            sweep_compare::run_all(run, scenarios, settings, baseline, &mut outcome.rows)?;
+        meta.rows = outcome.rows.clone();
+        meta.write(run.dir)?;
+    }
+    Ok(outcome)
+}
+
 /// True when some loadgen log (`*.jsonl`) lies under `dir`.
 fn has_raw_data(dir: &Path) -> bool {
     std::fs::read_dir(dir)
@@ -207,7 +228,7 @@ fn run_in(
         Design::Sequential => sequential::run_all(&run, scenarios, &mut meta)?,
         Design::Paired(p) => paired::run_all(&run, scenarios, opts.only.as_deref(), p, &mut meta)?,
         Design::Memory(m) => memory::run_all(&run, scenarios, m, &mut meta)?,
-        Design::Sweep(w) => sweep::run_all(&run, scenarios, w, &mut meta)?,
+        Design::Sweep(w) => sweep_then_compare(&run, file, scenarios, w, &mut meta)?,
     };
     meta.interrupted = outcome.interrupted;
     meta.write(dir)?;

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use anyhow::bail;
 
@@ -16,6 +16,7 @@ use crate::check::{counter, verify};
 use crate::config::scenario::Scenario;
 use crate::design::{each, rounds, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
+use crate::measure::wait::{self, Limits, Waited};
 use crate::place::host::Host;
 use crate::place::placement::Placement;
 use crate::place::procs::Usage;
@@ -194,58 +195,37 @@ fn measure(
 ) -> anyhow::Result<Vec<ExitStatus>> {
     let s = job.scenario;
     let total = s.warmup + s.duration;
-    let every = place.sampling_period();
     let lead = if loadgens.len() > 1 {
         place.start_lead()
     } else {
         Duration::ZERO
     };
     // A loadgen stops by itself after its run; one that does not is lost.
-    let deadline = lead + total + Duration::from_secs(30);
-    let bar = progress_bar(s, job.repetition, total);
-    let started = Instant::now();
-    let mut sampled: Option<Instant> = None;
-    let mut interrupted = false;
-    let fail = |loadgens: &mut [Loadgen], bar: &indicatif::ProgressBar, e: anyhow::Error| {
-        for l in loadgens.iter_mut() {
-            let _ = l.proc_.stop(Duration::from_secs(2));
-        }
-        bar.finish_and_clear();
-        Err(e)
+    let limits = Limits {
+        deadline: lead + total + Duration::from_secs(30),
+        every: place.sampling_period(),
+        poll: Duration::from_millis(200),
+        stopping: &|| job.run.stopping(),
     };
-    let status = loop {
-        let done: Vec<ExitStatus> = loadgens
-            .iter_mut()
-            .filter_map(|l| l.proc_.try_wait())
-            .collect();
-        if done.len() == loadgens.len() {
-            break done;
-        }
-        if sampled.is_none_or(|t| t.elapsed() >= every) {
-            sampled = Some(Instant::now());
+    let bar = progress_bar(s, job.repetition, total);
+    let waited = wait::wait(
+        loadgens,
+        |l| &mut l.proc_,
+        stack,
+        limits,
+        |stack, loadgens, elapsed| {
             sample(facts, stack, loadgens);
+            let secs = elapsed.saturating_sub(lead).as_secs();
+            bar.set_position(secs.min(total.as_secs()));
+        },
+    );
+    let (status, interrupted) = match waited {
+        Ok(Waited::Done(st)) => (st, false),
+        Ok(Waited::Interrupted(st)) => (st, true),
+        Err(e) => {
+            bar.finish_and_clear();
+            return Err(e);
         }
-        if job.run.stopping() && !interrupted {
-            interrupted = true;
-            for l in loadgens.iter() {
-                let _ = l.proc_.interrupt();
-            }
-        }
-        if let Err(e) = stack.check_alive() {
-            return fail(loadgens, &bar, e);
-        }
-        if started.elapsed() > deadline {
-            let e = anyhow::anyhow!("the loadgens did not finish within {deadline:?}");
-            return fail(loadgens, &bar, e);
-        }
-        bar.set_position(
-            started
-                .elapsed()
-                .saturating_sub(lead)
-                .as_secs()
-                .min(total.as_secs()),
-        );
-        std::thread::sleep(Duration::from_millis(if interrupted { 20 } else { 200 }));
     };
     bar.finish_and_clear();
     // The server's (and nginx's) figures after the load.

@@ -6,7 +6,7 @@
 //! rate asked for, CPU sampled by the runner) goes to `ROW.sweep.json`,
 //! from which the analysis recomputes every figure.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,7 @@ use crate::config::scenario::Scenario;
 use crate::config::sweep::SweepSettings;
 use crate::design::{each, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
+use crate::measure::wait::{self, Limits, Waited};
 use crate::place::placement::Placement;
 use crate::record::meta::Meta;
 use crate::record::row::{RowFacts, RowRecord};
@@ -79,14 +80,48 @@ pub struct StepEntry {
 struct SweepIndex<'a> {
     row: &'a str,
     label: &'a str,
-    slo: String,
-    max_lateness_us: f64,
-    max_loadgen_busy: f64,
+    /// Each target with the bounds its steps are judged by; a search step's
+    /// entry names its target by index (`search-T-R`: target T, search R).
+    targets: Vec<Rules>,
     threads: u32,
     steps: &'a [StepEntry],
 }
 
 fn sweep_row(job: &Job, settings: &SweepSettings, facts: &mut RowFacts) -> anyhow::Result<()> {
+    on_fresh_stack(job, facts, |place, stack, facts| {
+        let before = verify(place, stack, facts)?;
+        let mut entries = Vec::new();
+        let mut logs = Vec::new();
+        let mut runner = Stepper {
+            job,
+            settings,
+            place,
+            stack,
+            entries: &mut entries,
+            logs: &mut logs,
+        };
+        let targets = sweep_steps(&mut runner, settings)?;
+        let s = job.scenario;
+        let index = SweepIndex {
+            row: &s.name,
+            label: &s.label,
+            targets,
+            threads: s.threads,
+            steps: &entries,
+        };
+        let path = job.run.table_dir.join(format!("{}.sweep.json", s.name));
+        analysis::files::write_atomic(&path, &serde_json::to_vec_pretty(&index)?)?;
+        check_counter(job, place, stack, before, &logs, facts)
+    })
+}
+
+/// Places `job`'s row, starts its stack, runs `stages` on it and stops it
+/// (also when the stages fail).
+pub(super) fn on_fresh_stack(
+    job: &Job,
+    facts: &mut RowFacts,
+    stages: impl FnOnce(&Placement, &mut Stack, &mut RowFacts) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let place = job.place()?;
     facts.placed = Some((place.topology.clone(), place.netem.clone()));
     let mut stack = job.start_stack(&place)?;
@@ -95,78 +130,38 @@ fn sweep_row(job: &Job, settings: &SweepSettings, facts: &mut RowFacts) -> anyho
         stack.terminal.clone(),
         stack.log_file.as_ref().map(|p| p.display().to_string()),
     ));
-    let result = sweep_stages(job, settings, &place, &mut stack, facts);
+    let result = stages(&place, &mut stack, facts);
     let (stopped, stop_result) = stack.stop();
     facts.stopped = Some(stopped);
     result?;
     stop_result
 }
 
-/// Probe, steps and searches on a started stack, then the counter check.
-fn sweep_stages(
-    job: &Job,
-    settings: &SweepSettings,
+/// Checks the app on a started stack; the count before the load.
+pub(super) fn verify(
     place: &Placement,
     stack: &mut Stack,
     facts: &mut RowFacts,
-) -> anyhow::Result<()> {
-    let s = job.scenario;
-    let rules = Rules::for_slo(settings.slo);
+) -> anyhow::Result<u64> {
     let verified = stack.verify(place.client())?;
     let before = verified.as_ref().map_or(0, |v| v.count);
     facts.verified = verified;
-    let mut entries = Vec::new();
-    let mut logs = Vec::new();
-    let mut runner = Stepper {
-        job,
-        settings,
-        place,
-        stack,
-        entries: &mut entries,
-        logs: &mut logs,
-    };
-    let probe = runner.run("probe", "probe".into(), None)?;
-    let rates = match &settings.rates {
-        Some(r) => r.clone(),
-        None => rules::geometric(
-            probe.achieved * settings.start_pct / 100.0,
-            settings.factor,
-            settings.max_steps,
-        ),
-    };
-    let mut steps = Vec::new();
-    for (k, rate) in rates.iter().enumerate() {
-        let step = runner.run("sweep", format!("step-{:02}", k + 1), Some(*rate))?;
-        let stop = rules.stops(&step);
-        steps.push(step);
-        if stop {
-            break;
-        }
-    }
-    if let analysis::sweep::Bracket::Between(low, high) = rules.bracket(&steps) {
-        for r in 1..=settings.repeats {
-            let mut k = 0;
-            rules::bisect(low, high, settings.bisect, |rate| {
-                k += 1;
-                let phase = format!("search-{r}");
-                let step = runner.run(&phase, format!("search-{r}-{k:02}"), Some(rate))?;
-                Ok(rules.passes(&step))
-            })?;
-        }
-    }
-    let index = SweepIndex {
-        row: &s.name,
-        label: &s.label,
-        slo: settings.slo.to_string(),
-        max_lateness_us: rules.max_lateness_us,
-        max_loadgen_busy: rules.max_loadgen_busy,
-        threads: s.threads,
-        steps: &entries,
-    };
-    let path = job.run.table_dir.join(format!("{}.sweep.json", s.name));
-    analysis::files::write_atomic(&path, &serde_json::to_vec_pretty(&index)?)?;
+    Ok(before)
+}
+
+/// After the loads in `logs`: the counter moved by what they acknowledged
+/// (rows with a counter that POST only).
+pub(super) fn check_counter(
+    job: &Job,
+    place: &Placement,
+    stack: &mut Stack,
+    before: u64,
+    logs: &[PathBuf],
+    facts: &mut RowFacts,
+) -> anyhow::Result<()> {
+    let s = job.scenario;
     let mut acknowledged = 0;
-    for log in &logs {
+    for log in logs {
         acknowledged += load::read_log(log)?.acknowledged;
     }
     if !stack.is_ceiling() && crate::check::verify::post_body(s.request).is_some() {
@@ -177,20 +172,83 @@ fn sweep_stages(
     Ok(())
 }
 
+/// Probe, steps until past saturation (for every target), then each
+/// target's searches; the targets' rules.
+fn sweep_steps(runner: &mut Stepper, settings: &SweepSettings) -> anyhow::Result<Vec<Rules>> {
+    let targets: Vec<Rules> = settings.slos.iter().map(|s| Rules::for_slo(*s)).collect();
+    let probe = runner.probe()?;
+    let rates = match &settings.rates {
+        Some(r) => r.clone(),
+        None => rules::geometric(
+            probe * settings.start_pct / 100.0,
+            settings.factor,
+            settings.max_steps,
+        ),
+    };
+    let mut steps = Vec::new();
+    for (k, rate) in rates.iter().enumerate() {
+        let step = runner.step("sweep", &format!("step-{:02}", k + 1), *rate)?;
+        let stop = targets.iter().all(|t| t.stops(&step));
+        steps.push(step);
+        if stop {
+            break;
+        }
+    }
+    for (t, target) in targets.iter().enumerate() {
+        let t = t + 1;
+        if let analysis::sweep::Bracket::Between(low, high) = target.bracket(&steps) {
+            for r in 1..=settings.repeats {
+                let mut k = 0;
+                rules::bisect(low, high, settings.bisect, |rate| {
+                    k += 1;
+                    let phase = format!("search-{t}-{r}");
+                    let step = runner.step(&phase, &format!("{phase}-{k:02}"), rate)?;
+                    Ok(target.passes(&step))
+                })?;
+            }
+        }
+    }
+    Ok(targets)
+}
+
 /// Runs the steps of one row on its stack.
-struct Stepper<'a, 'b> {
-    job: &'a Job<'b>,
-    settings: &'a SweepSettings,
-    place: &'a Placement,
-    stack: &'a mut Stack,
-    entries: &'a mut Vec<StepEntry>,
-    logs: &'a mut Vec<std::path::PathBuf>,
+pub(super) struct Stepper<'a, 'b> {
+    pub(super) job: &'a Job<'b>,
+    pub(super) settings: &'a SweepSettings,
+    pub(super) place: &'a Placement,
+    pub(super) stack: &'a mut Stack,
+    pub(super) entries: &'a mut Vec<StepEntry>,
+    pub(super) logs: &'a mut Vec<PathBuf>,
 }
 
 impl Stepper<'_, '_> {
+    /// The closed-model probe's 2xx/s.
+    fn probe(&mut self) -> anyhow::Result<f64> {
+        let loaded = self.load("probe", "probe", None)?;
+        let rps = load::read_log(&loaded.log)?
+            .rps
+            .ok_or_else(|| anyhow::anyhow!("{}: no summary", loaded.log.display()))?;
+        eprintln!(
+            "  {} probe: closed model: {rps:.0} 2xx/s",
+            self.job.scenario.name
+        );
+        Ok(rps)
+    }
+
+    /// One open-model step at `rate`: its figures.
+    pub(super) fn step(&mut self, phase: &str, name: &str, rate: f64) -> anyhow::Result<Step> {
+        let l = self.load(phase, name, Some(rate))?;
+        let step = analysis::sweep::step_of(&l.log, rate, l.loadgen_busy, l.server_cpu_s)?;
+        eprintln!(
+            "  {} {name}: rate {rate:.0}: {:.0} 2xx/s, p99 {:.0} µs, p99.9 {:.0} µs",
+            self.job.scenario.name, step.achieved, step.p99_us, step.p999_us
+        );
+        Ok(step)
+    }
+
     /// One loadgen at `rate` (closed model when none), settle then
-    /// measure; its figures.
-    fn run(&mut self, phase: &str, name: String, rate: Option<f64>) -> anyhow::Result<Step> {
+    /// measure; its log, kept and recorded in `ROW.sweep.json`.
+    fn load(&mut self, phase: &str, name: &str, rate: Option<f64>) -> anyhow::Result<Loaded> {
         let run = self.job.run;
         if run.stopping() {
             return Err(Interrupted.into());
@@ -213,36 +271,39 @@ impl Stepper<'_, '_> {
         let argv = load::argv(&bin, &row, self.stack.target, timing);
         let file = format!("{}.{name}.jsonl", s.name);
         let log = run.table_dir.join(&file);
-        let mut proc_ = load::spawn(host, argv, &log)?;
+        let proc_ = load::spawn(host, argv, &log)?;
         let started = Instant::now();
-        let deadline = self.settings.settle + duration + Duration::from_secs(30);
+        let settle = self.settings.settle;
         let mut cpu_at_settle = None;
         let mut busy = None;
-        let status: ExitStatus = loop {
-            if let Some(st) = proc_.try_wait() {
-                break st;
-            }
-            if let Some(u) = proc_.usage() {
-                busy = Some(u.cpu_seconds);
-            }
-            if cpu_at_settle.is_none() && started.elapsed() >= self.settings.settle {
-                cpu_at_settle = Some(server_cpu(self.stack));
-            }
-            if run.stopping() {
-                let _ = proc_.interrupt();
-                let _ = proc_.stop(Duration::from_secs(2));
+        let limits = Limits {
+            deadline: settle + duration + Duration::from_secs(30),
+            every: Duration::from_millis(100),
+            poll: Duration::from_millis(100),
+            stopping: &|| run.stopping(),
+        };
+        let mut procs = [proc_];
+        let waited = wait::wait(
+            &mut procs,
+            |p| p,
+            self.stack,
+            limits,
+            |stack, procs, t| {
+                if let Some(u) = procs[0].usage() {
+                    busy = Some(u.cpu_seconds);
+                }
+                if cpu_at_settle.is_none() && t >= settle {
+                    cpu_at_settle = Some(server_cpu(stack));
+                }
+            },
+        )?;
+        let [proc_] = procs;
+        let status: ExitStatus = match waited {
+            Waited::Done(st) => st[0],
+            Waited::Interrupted(_) => {
                 let _ = std::fs::remove_file(analysis::files::partial(&log));
                 return Err(Interrupted.into());
             }
-            if let Err(e) = self.stack.check_alive() {
-                let _ = proc_.stop(Duration::from_secs(2));
-                return Err(e);
-            }
-            if started.elapsed() > deadline {
-                let _ = proc_.stop(Duration::from_secs(2));
-                bail!("loadgen did not finish within {deadline:?}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
         };
         let wall = started.elapsed().as_secs_f64();
         let server_cpu_s = cpu_at_settle.map(|c0| server_cpu(self.stack) - c0);
@@ -257,10 +318,6 @@ impl Stepper<'_, '_> {
         }
         self.logs.push(log.clone());
         let loadgen_busy = busy.map(|c| c / (wall * f64::from(s.threads)));
-        let step = match rate {
-            Some(r) => analysis::sweep::step_of(&log, r, loadgen_busy, server_cpu_s)?,
-            None => probe_step(&log)?,
-        };
         self.entries.push(StepEntry {
             phase: phase.into(),
             log: file,
@@ -268,42 +325,23 @@ impl Stepper<'_, '_> {
             loadgen_busy,
             server_cpu_s,
         });
-        eprintln!(
-            "  {} {name}: {} {:.0} 2xx/s, p99 {:.0} µs, p99.9 {:.0} µs",
-            s.name,
-            rate.map_or("closed model:".into(), |r| format!("rate {r:.0}:")),
-            step.achieved,
-            step.p99_us,
-            step.p999_us
-        );
-        Ok(step)
+        Ok(Loaded {
+            log,
+            loadgen_busy,
+            server_cpu_s,
+        })
     }
+}
+
+/// A finished loadgen's log and what the runner sampled beside it.
+struct Loaded {
+    log: PathBuf,
+    loadgen_busy: Option<f64>,
+    server_cpu_s: Option<f64>,
 }
 
 /// The server's CPU seconds so far, nginx's added.
 fn server_cpu(stack: &Stack) -> f64 {
     let (server, nginx) = stack.usage();
     server.map_or(0.0, |u| u.cpu_seconds) + nginx.map_or(0.0, |u| u.cpu_seconds)
-}
-
-/// The closed-model probe's 2xx/s (its other figures are not used).
-fn probe_step(log: &Path) -> anyhow::Result<Step> {
-    let rps = load::read_log(log)?
-        .rps
-        .ok_or_else(|| anyhow::anyhow!("{}: no summary", log.display()))?;
-    Ok(Step {
-        rate: rps,
-        achieved: rps,
-        p50_us: 0.0,
-        p90_us: 0.0,
-        p99_us: 0.0,
-        p999_us: 0.0,
-        max_us: 0.0,
-        ok: 0,
-        errors: 0,
-        lateness_p50_us: 0.0,
-        lateness_p99_us: 0.0,
-        loadgen_busy: None,
-        server_cpu_us: None,
-    })
 }
