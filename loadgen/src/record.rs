@@ -404,6 +404,11 @@ pub struct SummaryRecord {
     /// absent in the closed model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_lateness_us: Option<SummaryLatency>,
+    /// Open model: the lateness of requests due while their connection was
+    /// idle, the client's own delay (see `Stats::client_lateness_us`);
+    /// absent in the closed model and in logs written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_lateness_us: Option<SummaryLatency>,
 }
 
 impl SummaryLatency {
@@ -482,6 +487,7 @@ impl SummaryRecord {
             intervals,
             histogram: Some(crate::histlog::encode(h)),
             send_lateness_us: SummaryLatency::of(&stats.send_lateness_us),
+            client_lateness_us: SummaryLatency::of(&stats.client_lateness_us),
         }
     }
 
@@ -527,6 +533,12 @@ impl SummaryRecord {
         if let Some(l) = &self.send_lateness_us {
             out.push_str(&format!(
                 "  send lateness (us): p50 {} p90 {} p99 {} p99.9 {} max {}\n",
+                l.p50, l.p90, l.p99, l.p99_9, l.max
+            ));
+        }
+        if let Some(l) = &self.client_lateness_us {
+            out.push_str(&format!(
+                "  of those due on an idle connection (the client's own delay): p50 {} p90 {} p99 {} p99.9 {} max {}\n",
                 l.p50, l.p90, l.p99, l.p99_9, l.max
             ));
         }

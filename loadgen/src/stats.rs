@@ -59,6 +59,12 @@ pub struct Stats {
     pub latency_us: Histogram<u64>,
     /// Open model: how long after its intended time each request left, µs.
     pub send_lateness_us: Histogram<u64>,
+    /// Open model: the lateness of requests that fell due while their
+    /// connection was idle, µs: the client's own delay (a late wake-up, a
+    /// busy loop), apart from the server's (a request due while its
+    /// connection still waits for a response leaves late because of the
+    /// server, and that wait is already in its corrected latency).
+    pub client_lateness_us: Histogram<u64>,
     /// Idle connections the server ended (nothing outstanding): by the
     /// status of the response it sent first (index 0: none, a plain close
     /// or reset). Not errors: no request was lost.
@@ -75,6 +81,7 @@ impl Default for Stats {
             bytes_read: 0,
             latency_us: new_histogram(),
             send_lateness_us: new_histogram(),
+            client_lateness_us: new_histogram(),
             idle_closed: Box::new([0; 600]),
         }
     }
@@ -132,12 +139,19 @@ impl Stats {
         self.send_lateness_us
             .add(&other.send_lateness_us)
             .expect("histograms share bounds");
+        self.client_lateness_us
+            .add(&other.client_lateness_us)
+            .expect("histograms share bounds");
     }
 
-    /// Open model: one request left `lateness` after its intended time.
-    pub fn sent_late(&mut self, lateness: std::time::Duration) {
-        self.send_lateness_us
-            .saturating_record(lateness.as_micros().min(u64::MAX as u128) as u64);
+    /// Open model: one request left `lateness` after its intended time;
+    /// `conn_busy` when it fell due while its connection was still busy.
+    pub fn sent_late(&mut self, lateness: std::time::Duration, conn_busy: bool) {
+        let us = lateness.as_micros().min(u64::MAX as u128) as u64;
+        self.send_lateness_us.saturating_record(us);
+        if !conn_busy {
+            self.client_lateness_us.saturating_record(us);
+        }
     }
 
     /// Clears the counts, keeping the allocations.
@@ -150,6 +164,7 @@ impl Stats {
         self.bytes_read = 0;
         self.latency_us.reset();
         self.send_lateness_us.reset();
+        self.client_lateness_us.reset();
     }
 
     /// Responses with a 2xx status: the only ones counted as throughput.

@@ -524,7 +524,7 @@ impl Worker {
             if busy && due.lateness > Duration::from_millis(1) {
                 self.stats.late += 1;
             }
-            self.stats.sent_late(due.lateness);
+            self.stats.sent_late(due.lateness, busy);
             conn.sent_at = due.intended;
         } else {
             conn.sent_at = now;

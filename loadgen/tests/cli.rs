@@ -131,6 +131,12 @@ fn open_model_records_carry_send_lateness() {
         late["p50"].as_u64().unwrap() <= late["max"].as_u64().unwrap(),
         "{summary}"
     );
+    // The client's own share: sends due on an idle connection, a subset.
+    let client = &summary["client_lateness_us"];
+    assert!(
+        client["max"].as_u64().unwrap() <= late["max"].as_u64().unwrap(),
+        "{summary}"
+    );
     assert!(records[..records.len() - 1]
         .iter()
         .any(|r| r["send_lateness_us"]["max"].is_u64()));

@@ -18,13 +18,17 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          2xx/s fell below 95 % of the rate or the target's percentile passed 10 times its limit. \
          A step passes when the client was valid, it achieved at least 99 % of its rate with no \
          error or non-2xx, and the target's percentile is within the limit. A step is invalid \
-         (it measured the client) when loadgen's send lateness p99 exceeds a fifth of the limit \
-         (at least 200 µs) or loadgen was busier than 90 % of its threads. Max rate at the target: \
+         (it measured the client) when loadgen's own send lateness p99 (requests that fell due \
+         on an idle connection; one due while its connection waited for a response is late \
+         because of the server, and that wait is in its latency) exceeds a fifth of the limit \
+         (at least 200 µs) or loadgen was busier than 98 % of its threads. Max rate at the target: \
          each search bisects (geometric mean) between the sweep's last passing and first failing \
          rate and keeps its highest passing rate (an invalid search step counts as failing); the \
-         figure is their mean with a 95 % interval over the searches (Student's t). When the \
-         first step that did not pass was invalid, no search runs: the max rate is at least the \
-         last passing rate, and this client cannot say more. Knee: the highest rate before the first valid step whose p99 exceeds twice \
+         figure is their mean with a 95 % interval over the searches (Student's t). The bracket \
+         ends at the first valid step that fails, and starts at the last step that passed before \
+         it; invalid steps neither start nor end it. When no valid step failed but some were \
+         invalid, no search runs: the max rate is at least the highest passing rate, and this \
+         client cannot say more. Knee: the highest rate before the first valid step whose p99 exceeds twice \
          the lightest valid step's. With several targets, the steps are shared (the sweep stops \
          when every target's stop rule holds), each target has its own searches, and a row has a \
          line per target.\n"
@@ -85,10 +89,10 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
 /// target judged a step valid and met.
 fn steps(out: &mut String, targets: &[&SweepRow]) -> std::fmt::Result {
     let judged: String = targets.iter().map(|t| format!(" {} |", t.slo)).collect();
-    writeln!(out, "| Rate | Achieved 2xx/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | Errors | Send lateness p99 µs | loadgen busy | Server CPU µs/2xx |{judged}")?;
+    writeln!(out, "| Rate | Achieved 2xx/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | Errors | Client lateness p99 µs | Send lateness p99 µs (all) | loadgen busy | Server CPU µs/2xx |{judged}")?;
     writeln!(
         out,
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}",
         "---|".repeat(targets.len())
     )?;
     for (k, f) in targets[0].steps.iter().enumerate() {
@@ -103,7 +107,7 @@ fn steps(out: &mut String, targets: &[&SweepRow]) -> std::fmt::Result {
             .collect();
         writeln!(
             out,
-            "| {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} | {} | {} |{verdicts}",
+            "| {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} | {:.0} | {} | {} |{verdicts}",
             s.rate,
             s.achieved,
             s.p50_us,
@@ -112,7 +116,8 @@ fn steps(out: &mut String, targets: &[&SweepRow]) -> std::fmt::Result {
             s.p999_us,
             s.max_us,
             s.errors,
-            s.lateness_p99_us,
+            s.client_lateness_p99_us,
+            s.send_lateness_p99_us,
             s.loadgen_busy.map_or("-".into(), |b| format!("{:.0}%", b * 100.0)),
             s.server_cpu_us.map_or("-".into(), |c| format!("{c:.2}")),
         )?;

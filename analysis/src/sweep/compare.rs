@@ -154,7 +154,7 @@ fn figures(ix: &Index, pct: f64, pairs: &[(Step, Step)]) -> Comparison {
 mod tests {
     use super::*;
 
-    fn step(p99_us: f64, lateness_p99_us: f64) -> Step {
+    fn step(p99_us: f64, client_lateness_p99_us: f64) -> Step {
         Step {
             rate: 1000.0,
             achieved: 1000.0,
@@ -165,8 +165,9 @@ mod tests {
             max_us: p99_us * 3.0,
             ok: 10_000,
             errors: 0,
-            lateness_p50_us: 5.0,
-            lateness_p99_us,
+            client_lateness_p50_us: 5.0,
+            client_lateness_p99_us,
+            send_lateness_p99_us: client_lateness_p99_us,
             loadgen_busy: Some(0.3),
             server_cpu_us: Some(7.0),
         }

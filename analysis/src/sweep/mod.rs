@@ -46,6 +46,9 @@ pub fn step_of(
             log.display()
         )
     })?;
+    // Logs from before loadgen told the client's own delay apart have
+    // every request's lateness only.
+    let client = summary.client_lateness_us.unwrap_or(lateness);
     Ok(Step {
         rate,
         achieved: summary.rps,
@@ -56,8 +59,9 @@ pub fn step_of(
         max_us: h.max() as f64,
         ok: summary.ok,
         errors: summary.non_2xx.total() + summary.errors.total(),
-        lateness_p50_us: lateness.p50 as f64,
-        lateness_p99_us: lateness.p99 as f64,
+        client_lateness_p50_us: client.p50 as f64,
+        client_lateness_p99_us: client.p99 as f64,
+        send_lateness_p99_us: lateness.p99 as f64,
         loadgen_busy,
         server_cpu_us: server_cpu_s
             .filter(|_| summary.ok > 0)
