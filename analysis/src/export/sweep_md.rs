@@ -24,7 +24,10 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          (at least 200 µs) or loadgen was busier than 98 % of its threads. Max rate at the target: \
          each search bisects (geometric mean) between the sweep's last passing and first failing \
          rate and keeps its highest passing rate (an invalid search step counts as failing); the \
-         figure is their mean with a 95 % interval over the searches (Student's t). The bracket \
+         figure is their mean with a 95 % interval over the searches (Student's t; the searches run \
+         minutes apart on one stack, so this is not a promise about a rerun, and an interval \
+         narrower than a search's resolution, the width of its last bracket, only says they \
+         agree to within it). The bracket \
          ends at the first valid step that fails, and starts at the last step that passed before \
          it; invalid steps neither start nor end it. When no valid step failed but some were \
          invalid, no search runs: the max rate is at least the highest passing rate, and this \
@@ -35,12 +38,15 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
     )?;
     for t in tables {
         writeln!(out, "## {}\n", t.title)?;
-        writeln!(out, "| Configuration | Target | Closed-model 2xx/s | Max rate at target | 95% CI over searches | Searches | Knee |")?;
-        writeln!(out, "|---|---|---:|---:|---:|---|---:|")?;
+        writeln!(out, "| Configuration | Target | Closed-model 2xx/s | Max rate at target | 95% CI over searches | Resolution of a search | Searches | Knee |")?;
+        writeln!(out, "|---|---|---:|---:|---:|---:|---|---:|")?;
         for r in &t.rows {
             let max = match (r.max_rate_at_slo, r.bracket) {
                 (Some(m), Some("client")) => format!("at least {m:.0} (the client was the limit)"),
                 (None, Some("client")) => "the client was the limit".into(),
+                (Some(m), _) if r.client_in_search => {
+                    format!("{m:.0} (a search step was client-limited: may be the client's limit)")
+                }
                 (Some(m), _) => format!("{m:.0}"),
                 (None, Some("below")) => "below the lightest step".into(),
                 (None, _) => "above the heaviest step".into(),
@@ -48,13 +54,14 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
             let searches: Vec<String> = r.searches.iter().map(|s| format!("{s:.0}")).collect();
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
                 r.label,
                 r.slo,
                 r.closed_rps.map_or("-".into(), |v| format!("{v:.0}")),
                 max,
                 r.max_rate_ci95_pct
                     .map_or("-".into(), |c| format!("± {c:.1}%")),
+                r.resolution_pct.map_or("-".into(), |c| format!("{c:.1}%")),
                 searches.join(", "),
                 r.knee.map_or("-".into(), |k| format!("{k:.0}")),
             )?;

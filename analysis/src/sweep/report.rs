@@ -34,6 +34,15 @@ pub struct SweepRow {
     pub searches: Vec<f64>,
     pub max_rate_at_slo: Option<f64>,
     pub max_rate_ci95_pct: Option<f64>,
+    /// What one search resolves: the width of its last bracket, percent
+    /// (an interval over searches narrower than this says they agree to
+    /// within the method's resolution, not better).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution_pct: Option<f64>,
+    /// Some search step was invalid (counted as failing): the max rate may
+    /// be the client's limit rather than the server's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub client_in_search: bool,
     /// Why no search ran: `"below"` (the lightest step already failed),
     /// `"above"` (no step failed) or `"client"` (the first step that did
     /// not pass was invalid; the max rate is then a lower bound).
@@ -149,15 +158,27 @@ fn target_row(
     let mut phases: Vec<&String> = search.iter().map(|(p, _)| p).collect();
     phases.dedup();
     if let Bracket::Between(low, _) = bracket {
-        for p in phases {
+        for p in &phases {
             let best = search
                 .iter()
-                .filter(|(q, s)| q == p && rules.passes(s))
+                .filter(|(q, s)| q == *p && rules.passes(s))
                 .map(|(_, s)| s.rate)
                 .fold(low, f64::max);
             searches.push(best);
         }
     }
+    // What one search can resolve: its final bracket's width after its
+    // rounds (each halves the log width), in percent.
+    let rounds = search.len() / phases.len().max(1);
+    let resolution_pct = match bracket {
+        Bracket::Between(low, high) if rounds > 0 => {
+            Some(((high / low).powf(0.5f64.powi(rounds as i32)) - 1.0) * 100.0)
+        }
+        _ => None,
+    };
+    // A search step the client could not drive counts as failing, so a
+    // search that met one may have stopped short of the server's limit.
+    let client_in_search = search.iter().any(|(_, s)| !rules.valid(s));
     let (max_rate_at_slo, max_rate_ci95_pct) = match (rules::max_rate(&searches), bracket) {
         (Some((m, ci)), _) => (Some(m), ci),
         (None, Bracket::Between(low, _) | Bracket::Client(Some(low))) => (Some(low), None),
@@ -173,6 +194,8 @@ fn target_row(
         label: ix.label.clone(),
         slo: rules.slo.to_string(),
         closed_rps,
+        resolution_pct,
+        client_in_search,
         knee: rules::knee(steps, rules),
         steps: steps.iter().map(figures).collect(),
         searches,
