@@ -20,7 +20,7 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          error or non-2xx, and the target's percentile is within the limit. A step is invalid \
          (it measured the client) when loadgen's own send lateness p99 (requests that fell due \
          on an idle connection; one due while its connection waited for a response is late \
-         because of the server, and that wait is in its latency) exceeds a fifth of the limit \
+         because of the server, and that wait is in its latency; a saturated step has none) exceeds a fifth of the limit \
          (at least 200 µs) or loadgen was busier than 98 % of its threads. Max rate at the target: \
          each search bisects (geometric mean) between the sweep's last passing and first failing \
          rate and keeps its highest passing rate (an invalid search step counts as failing); the \
@@ -32,7 +32,8 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          it; invalid steps neither start nor end it. When no valid step failed but some were \
          invalid, no search runs: the max rate is at least the highest passing rate, and this \
          client cannot say more. Knee: the highest rate before the first valid step whose p99 exceeds twice \
-         the lightest valid step's. With several targets, the steps are shared (the sweep stops \
+         the lightest valid step's (the highest valid rate when none does; validity depends on \
+         the target, so a row's knee can differ between its lines). With several targets, the steps are shared (the sweep stops \
          when every target's stop rule holds), each target has its own searches, and a row has a \
          line per target.\n"
     )?;

@@ -46,9 +46,22 @@ pub fn step_of(
             log.display()
         )
     })?;
-    // Logs from before loadgen told the client's own delay apart have
-    // every request's lateness only.
-    let client = summary.client_lateness_us.unwrap_or(lateness);
+    // No client lateness: no request fell due on an idle connection (a
+    // saturated step: every request waited for its connection's previous
+    // response), so the client delayed none. Falling back to every
+    // request's lateness would call the server's saturation the client's
+    // (found by an audit of the first committed sweeps). Sweeps need a
+    // loadgen that reports it (every committed sweep has one).
+    let zero = loadgen::record::SummaryLatency {
+        p50: 0,
+        p75: 0,
+        p90: 0,
+        p99: 0,
+        p99_9: 0,
+        max: 0,
+        mean: 0.0,
+    };
+    let client = summary.client_lateness_us.unwrap_or(zero);
     Ok(Step {
         rate,
         achieved: summary.rps,
