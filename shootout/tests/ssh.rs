@@ -36,6 +36,16 @@ fn sessions_check_upload_time_and_name_a_lost_host() {
         .run("ip -4 -o addr")
         .unwrap()
         .contains(&hosts.host("alpha", 1).address));
+    // A stand-in is a fresh host: its shell runs none of this machine's rc
+    // files (here, ~/.bashrc's `pyenv init` took a lock that a killed host
+    // left behind, and every later command stalled 60 s).
+    assert_eq!(
+        alpha
+            .run("wc -c < \"$HOME/.bashrc\" 2>/dev/null || echo 0")
+            .unwrap()
+            .trim(),
+        "0"
+    );
 
     // Upload: copied once, skipped when the same bytes are there, copied
     // again when they change, and runnable.
