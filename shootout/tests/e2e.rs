@@ -800,6 +800,45 @@ fn paired_file_with_an_unknown_baseline_is_refused_with_file_and_line() {
 }
 
 /// `shootout ARGS --build-profile dev --out OUT`, which must succeed; its stdout.
+/// `shootout reruns` on a sweep run given twice: every line reproduced
+/// with no spread, each comparison's intervals held; one run, or a run
+/// that is not a sweep, refused in one line.
+fn reruns_set_runs_side_by_side(run: &Path) {
+    let run = run.to_str().unwrap();
+    let out = shootout(&["reruns", run, run, "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let targets = r["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 4, "{r}");
+    for t in targets {
+        assert_eq!(t["runs"].as_array().unwrap().len(), 2, "{t}");
+        assert_eq!(t["runs"][0], t["runs"][1], "{t}");
+    }
+    let c = &r["comparisons"][0];
+    assert_eq!(
+        (c["pairs"].as_u64(), c["p99_held"].as_u64()),
+        (Some(2), Some(2)),
+        "{c}"
+    );
+    let md = shootout(&["reruns", run, run]).output().unwrap();
+    assert!(String::from_utf8_lossy(&md.stdout).contains("| Spread | Reproduced |"));
+
+    let one = shootout(&["reruns", run]).output().unwrap();
+    assert_eq!(one.status.code(), Some(2));
+    let fixture = root().join("analysis/tests/fixtures/run");
+    let not = shootout(&["reruns", run, fixture.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&not.stderr);
+    assert_eq!(not.status.code(), Some(1), "{err}");
+    assert!(err.contains("not a sweep run"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
 fn run_ok(args: &[&str], out: &Path) -> String {
     let result = shootout(args)
         .args(["--build-profile", "dev", "--out"])
@@ -1159,6 +1198,7 @@ fn a_sweep_steps_through_its_rates_and_records_every_step() {
     let readme = std::fs::read_to_string(run_dir(out.path()).join("README.md")).unwrap();
     assert!(readme.contains("| Configuration | Target |"), "{readme}");
     assert!(readme.contains("### At equal rates"), "{readme}");
+    reruns_set_runs_side_by_side(&run_dir(out.path()));
     assert!(
         leftovers(out.path()).is_empty(),
         "{:?}",

@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod report;
+pub mod reruns;
 pub mod rules;
 pub mod slo;
 

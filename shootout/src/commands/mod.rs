@@ -6,6 +6,7 @@ mod coverage;
 mod hosts;
 mod list;
 mod report;
+mod reruns;
 mod run;
 mod setup;
 
@@ -51,6 +52,10 @@ enum Cmd {
     /// run of scenarios/coverage.toml (DUET) and one of
     /// scenarios/coverage-alone.toml (ALONE); writes DUET/coverage.json.
     Coverage(coverage::Args),
+    /// Sweep runs of one scenario file side by side: each max rate per run,
+    /// its spread, whether it reproduced within 5 %, and whether one run's
+    /// intervals held the others' figures (markdown, or --json).
+    Reruns(reruns::Args),
     /// Check the remote hosts of FILE's [ssh] and [hosts.NAME] tables: one
     /// ssh connection each, architecture, cores, kernel, clock offset
     /// (refused above clock_limit), loadgen uploaded to load hosts.
@@ -94,6 +99,7 @@ pub fn main() -> ExitCode {
         Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Hosts(a) => hosts::run(a),
         Cmd::Coverage(a) => coverage::run(a),
+        Cmd::Reruns(a) => reruns::run(a),
     }
 }
 

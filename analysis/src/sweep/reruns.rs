@@ -1,0 +1,360 @@
+//! Sweeps measured again: the same rows and targets in several runs, set
+//! side by side (`shootout reruns RUN RUN...`). Within a run, the interval
+//! of a max rate is over searches minutes apart on one stack, and that of a
+//! comparison is over blocks; only a rerun says whether either is a promise
+//! about the next run. Per row and target: each run's max rate, the spread
+//! (largest / smallest − 1), whether it is within the ±5 % that issue 25
+//! asks, and how often one run's interval held another's estimate; per
+//! comparison at equal rates the same for the p99 and CPU-per-request
+//! ratios.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde::Serialize;
+
+use super::compare::Comparison;
+use super::report::SweepRow;
+use crate::paired::stats::RatioCi;
+
+/// The spread a rerun may show and still count as reproduced (issue 25:
+/// "max rate at SLO reproducible within ±5 % across two runs"; read here
+/// as largest / smallest − 1 ≤ 5 %, the stricter reading).
+pub const REPRODUCED_PCT: f64 = 5.0;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Reruns {
+    pub runs: Vec<String>,
+    pub targets: Vec<TargetAcross>,
+    pub comparisons: Vec<ComparisonAcross>,
+}
+
+/// One row and target across runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetAcross {
+    pub row: String,
+    pub label: String,
+    pub slo: String,
+    /// Per run, in the order given; `None` when that run lacks the row.
+    pub runs: Vec<Option<MaxRate>>,
+    /// Largest / smallest − 1 over the runs with a max rate (percent);
+    /// none unless every run has one.
+    pub spread_pct: Option<f64>,
+    pub reproduced: Option<bool>,
+    /// Ordered pairs of runs (i, j): run i's interval held run j's max
+    /// rate, out of the pairs where run i had an interval.
+    pub held: usize,
+    pub pairs: usize,
+}
+
+/// A run's answer for one row and target.
+#[derive(Debug, Clone, Serialize)]
+pub struct MaxRate {
+    /// The max rate at the target, when a search ran.
+    pub rate: Option<f64>,
+    pub ci95_pct: Option<f64>,
+    /// Why no search ran (`below`, `above`, `client`), as the run says.
+    pub bracket: Option<String>,
+    /// The highest passing step: a lower bound when `bracket` is `client`.
+    pub highest_pass: Option<f64>,
+    pub client_in_search: bool,
+}
+
+/// One comparison at equal rates across runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComparisonAcross {
+    pub row: String,
+    pub against: String,
+    pub label: String,
+    pub pct: f64,
+    /// Per run: the rate it ran at, and the ratios.
+    pub runs: Vec<Option<RunRatios>>,
+    /// Ordered pairs (i, j) where run i's p99 interval held run j's ratio.
+    pub p99_held: usize,
+    pub cpu_held: usize,
+    pub pairs: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRatios {
+    pub rate: f64,
+    pub p99: Option<RatioCi>,
+    pub cpu_per_request: Option<RatioCi>,
+}
+
+/// Reads every run's sweeps (recomputed from its raw logs) and sets them
+/// side by side.
+pub fn reruns(dirs: &[PathBuf]) -> anyhow::Result<Reruns> {
+    if dirs.len() < 2 {
+        bail!("reruns needs at least two run directories");
+    }
+    let mut rows = Vec::new();
+    let mut comps = Vec::new();
+    for dir in dirs {
+        let (r, c) = sweeps_of(dir)?;
+        rows.push(r);
+        comps.push(c);
+    }
+    Ok(Reruns {
+        runs: dirs.iter().map(|d| name_of(d)).collect(),
+        targets: targets_across(&rows),
+        comparisons: comparisons_across(&comps),
+    })
+}
+
+fn name_of(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string())
+}
+
+fn sweeps_of(dir: &Path) -> anyhow::Result<(Vec<SweepRow>, Vec<Comparison>)> {
+    let (report, problems) = crate::analyse(dir, &crate::Options::default());
+    let report = report.with_context(|| {
+        let why: Vec<String> = problems.iter().map(|p| p.0.clone()).collect();
+        format!("{}: {}", dir.display(), why.join("; "))
+    })?;
+    if report.sweeps.iter().all(|t| t.rows.is_empty()) {
+        bail!("{}: not a sweep run (no sweep rows)", dir.display());
+    }
+    let rows = report.sweeps.iter().flat_map(|t| t.rows.clone()).collect();
+    let comps = report
+        .sweeps
+        .iter()
+        .flat_map(|t| t.comparisons.clone())
+        .collect();
+    Ok((rows, comps))
+}
+
+fn max_rate(r: &SweepRow) -> MaxRate {
+    MaxRate {
+        rate: r.max_rate_at_slo,
+        ci95_pct: r.max_rate_ci95_pct,
+        bracket: r.bracket.map(str::to_owned),
+        highest_pass: r
+            .steps
+            .iter()
+            .filter(|s| s.passes)
+            .map(|s| s.step.rate)
+            .reduce(f64::max),
+        client_in_search: r.client_in_search,
+    }
+}
+
+/// Largest / smallest − 1, percent.
+fn spread(rates: &[f64]) -> f64 {
+    let hi = rates.iter().cloned().fold(f64::MIN, f64::max);
+    let lo = rates.iter().cloned().fold(f64::MAX, f64::min);
+    (hi / lo - 1.0) * 100.0
+}
+
+/// Ordered pairs (i, j), i ≠ j, where `holds(i, j)`; and how many pairs
+/// had an interval to ask.
+fn held_pairs(n: usize, holds: impl Fn(usize, usize) -> Option<bool>) -> (usize, usize) {
+    let (mut held, mut pairs) = (0, 0);
+    for i in 0..n {
+        for j in (0..n).filter(|&j| j != i) {
+            if let Some(h) = holds(i, j) {
+                pairs += 1;
+                held += usize::from(h);
+            }
+        }
+    }
+    (held, pairs)
+}
+
+fn targets_across(runs: &[Vec<SweepRow>]) -> Vec<TargetAcross> {
+    let mut out = Vec::new();
+    for first in &runs[0] {
+        let per: Vec<Option<MaxRate>> = runs
+            .iter()
+            .map(|rows| {
+                rows.iter()
+                    .find(|r| r.row == first.row && r.slo == first.slo)
+                    .map(max_rate)
+            })
+            .collect();
+        let rates: Vec<f64> = per.iter().flatten().filter_map(|m| m.rate).collect();
+        let spread_pct = (rates.len() == per.len()).then(|| spread(&rates));
+        let (held, pairs) = held_pairs(per.len(), |i, j| {
+            let a = per[i].as_ref()?;
+            let (m, ci) = (a.rate?, a.ci95_pct?);
+            let other = per[j].as_ref()?.rate?;
+            Some((other - m).abs() <= m * ci / 100.0)
+        });
+        out.push(TargetAcross {
+            row: first.row.clone(),
+            label: first.label.clone(),
+            slo: first.slo.clone(),
+            runs: per,
+            spread_pct,
+            reproduced: spread_pct.map(|s| s <= REPRODUCED_PCT),
+            held,
+            pairs,
+        });
+    }
+    out
+}
+
+fn comparisons_across(runs: &[Vec<Comparison>]) -> Vec<ComparisonAcross> {
+    let mut out = Vec::new();
+    for first in &runs[0] {
+        let per: Vec<Option<RunRatios>> = runs
+            .iter()
+            .map(|cs| {
+                cs.iter()
+                    .find(|c| {
+                        c.row == first.row && c.against == first.against && c.pct == first.pct
+                    })
+                    .map(|c| RunRatios {
+                        rate: c.rate,
+                        p99: c.p99,
+                        cpu_per_request: c.cpu_per_request,
+                    })
+            })
+            .collect();
+        let holds = |pick: fn(&RunRatios) -> Option<&RatioCi>| {
+            held_pairs(per.len(), |i, j| {
+                let a = pick(per[i].as_ref()?)?;
+                let b = pick(per[j].as_ref()?)?;
+                Some(a.lo <= b.ratio && b.ratio <= a.hi)
+            })
+        };
+        let (p99_held, pairs) = holds(|r| r.p99.as_ref());
+        let (cpu_held, _) = holds(|r| r.cpu_per_request.as_ref());
+        out.push(ComparisonAcross {
+            row: first.row.clone(),
+            against: first.against.clone(),
+            label: format!("{} against {}", first.label, first.against_label),
+            pct: first.pct,
+            runs: per,
+            p99_held,
+            cpu_held,
+            pairs,
+        });
+    }
+    out
+}
+
+fn rate_cell(m: &Option<MaxRate>) -> String {
+    let Some(m) = m else {
+        return "not in this run".into();
+    };
+    match (m.rate, m.bracket.as_deref()) {
+        (Some(r), _) => {
+            let mut s = format!("{r:.0}");
+            if let Some(ci) = m.ci95_pct {
+                s += &format!(
+                    " ({:.0}-{:.0})",
+                    r * (1.0 - ci / 100.0),
+                    r * (1.0 + ci / 100.0)
+                );
+            }
+            if m.client_in_search {
+                s += " (client-limited search step)";
+            }
+            s
+        }
+        (None, Some("client")) => match m.highest_pass {
+            Some(p) => format!("at least {p:.0} (the client was the limit)"),
+            None => "the client was the limit".into(),
+        },
+        (None, Some("below")) => "below the lightest step".into(),
+        (None, Some("above")) => "above the heaviest step".into(),
+        _ => "-".into(),
+    }
+}
+
+fn ratio_cell(r: Option<&RatioCi>) -> String {
+    r.map(|r| format!("{:.3} ({:.3}-{:.3})", r.ratio, r.lo, r.hi))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// The tables as markdown: max rates, then comparisons.
+pub fn to_markdown(r: &Reruns) -> String {
+    let mut s = format!(
+        "Runs: {}.\n\nMax rate at the target in each run (95 % interval over that run's searches); spread = largest / smallest - 1; reproduced = spread within {REPRODUCED_PCT} %; held = ordered pairs of runs where one run's interval held the other's max rate.\n\n",
+        r.runs.join(", ")
+    );
+    s += "| Configuration | Target |";
+    for i in 1..=r.runs.len() {
+        s += &format!(" Run {i} |");
+    }
+    s += " Spread | Reproduced | Intervals held |\n|---|---|";
+    s += &"---:|".repeat(r.runs.len());
+    s += "---:|---|---:|\n";
+    for t in &r.targets {
+        s += &format!("| {} | {} |", t.label, t.slo);
+        for m in &t.runs {
+            s += &format!(" {} |", rate_cell(m));
+        }
+        let spread = t
+            .spread_pct
+            .map(|p| format!("{p:.1}%"))
+            .unwrap_or_else(|| "-".into());
+        let rep = match t.reproduced {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "-",
+        };
+        s += &format!(" {spread} | {rep} | {} of {} |\n", t.held, t.pairs);
+    }
+    if r.comparisons.is_empty() {
+        return s;
+    }
+    s += "\nComparisons at equal rates in each run: ratio row / baseline (95 % interval over that run's blocks); held = ordered pairs of runs where one run's interval held the other's ratio.\n\n";
+    s += "| Configuration | Rate: % of the baseline's max (each run's req/s) |";
+    for i in 1..=r.runs.len() {
+        s += &format!(" p99 ratio, run {i} |");
+    }
+    for i in 1..=r.runs.len() {
+        s += &format!(" CPU/request ratio, run {i} |");
+    }
+    s += " p99 intervals held | CPU intervals held |\n|---|---:|";
+    s += &"---:|".repeat(2 * r.runs.len());
+    s += "---:|---:|\n";
+    for c in &r.comparisons {
+        let rates: Vec<String> = c
+            .runs
+            .iter()
+            .map(|x| x.as_ref().map_or("-".into(), |x| format!("{:.0}", x.rate)))
+            .collect();
+        s += &format!("| {} | {}% ({}) |", c.label, c.pct, rates.join(" / "));
+        for x in &c.runs {
+            s += &format!(" {} |", ratio_cell(x.as_ref().and_then(|x| x.p99.as_ref())));
+        }
+        for x in &c.runs {
+            let cell = ratio_cell(x.as_ref().and_then(|x| x.cpu_per_request.as_ref()));
+            s += &format!(" {cell} |");
+        }
+        s += &format!(
+            " {} of {} | {} of {} |\n",
+            c.p99_held, c.pairs, c.cpu_held, c.pairs
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_is_largest_over_smallest() {
+        assert!((spread(&[100.0, 104.0]) - 4.0).abs() < 1e-9);
+        assert!((spread(&[106.0, 100.0, 103.0]) - 6.0).abs() < 1e-9);
+        assert!(spread(&[100.0, 106.0]) > REPRODUCED_PCT);
+    }
+
+    #[test]
+    fn held_pairs_counts_ordered_pairs_that_had_an_interval() {
+        // Run 0: 100 ± 10 %; run 1: 108 ± 2 %; run 2: no interval, 95.
+        let runs: [(f64, Option<f64>); 3] = [(100.0, Some(10.0)), (108.0, Some(2.0)), (95.0, None)];
+        let (held, pairs) = held_pairs(3, |i, j| {
+            let (m, ci) = runs[i];
+            Some((runs[j].0 - m).abs() <= m * ci? / 100.0)
+        });
+        // 0 holds 1 (108) and 2 (95); 1 holds neither; 2 asks nothing.
+        assert_eq!((held, pairs), (2, 4));
+    }
+}
