@@ -13,6 +13,7 @@ pub mod merge;
 pub mod model;
 pub mod paired;
 pub mod report;
+pub mod sinks;
 pub mod stats;
 pub mod sweep;
 
@@ -37,6 +38,7 @@ pub fn analyse(dir: &Path, opts: &Options) -> (Option<Report>, Vec<Problem>) {
         && report.paired.is_empty()
         && report.memory.is_empty()
         && report.sweeps.iter().all(|t| t.rows.is_empty())
+        && report.sinks.iter().all(|t| t.rows.is_empty())
     {
         problems.push(Problem(format!(
             "{}: no log could be analysed",

@@ -39,6 +39,9 @@ pub struct Report {
     /// Sweep tables (absent from summary.json when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sweeps: Vec<crate::sweep::report::SweepTable>,
+    /// Drain rates of log sinks (`design = "sinks"`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sinks: Vec<crate::sinks::SinkTable>,
     /// Where the report came from, for index.html (not in summary.json).
     #[serde(skip)]
     pub source: Source,
@@ -158,7 +161,24 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
     let mut paired = Vec::new();
     let mut memory = Vec::new();
     let mut sweeps = Vec::new();
+    let mut sinks = Vec::new();
     for table in tables {
+        if table.spec.design.as_deref() == Some("sinks") {
+            let title = table
+                .spec
+                .title
+                .clone()
+                .unwrap_or_else(|| table.name.clone());
+            let order: Vec<String> = table.spec.row.iter().map(|r| r.name.clone()).collect();
+            sinks.push(crate::sinks::build(
+                &table.name,
+                &table.dir,
+                &title,
+                &order,
+                problems,
+            ));
+            continue;
+        }
         if table.spec.design.as_deref() == Some("sweep") {
             let title = table
                 .spec
@@ -306,6 +326,7 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
         paired,
         memory,
         sweeps,
+        sinks,
         source: Source::default(),
     }
 }

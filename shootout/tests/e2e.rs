@@ -1205,3 +1205,71 @@ fn a_sweep_steps_through_its_rates_and_records_every_step() {
         leftovers(out.path())
     );
 }
+
+#[test]
+fn sinks_drain_the_servers_own_lines_and_leave_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sinks.toml");
+    let mut text = String::from(
+        "design = \"sinks\"\n[sinks]\nruns = 2\nlength = \"300ms\"\nsample = \"500ms\"\n\n\
+         [defaults]\nconnections = 4\nworkers = 1\nrequest = \"post\"\n\
+         features = [\"log-stdout\"]\nlog_level = \"info\"\n\n\
+         [[scenario]]\nname = \"file\"\nserver = \"actix\"\nlog = \"file\"\n\n\
+         [[scenario]]\nname = \"pipe\"\nserver = \"ntex\"\nlog = \"pipe\"\n\n\
+         [[scenario]]\nname = \"pty\"\nserver = \"actix\"\nlog = \"terminal\"\n\n\
+         [[scenario]]\nname = \"devnull\"\nserver = \"ntex\"\nlog = \"none\"\n",
+    );
+    // xterm where it is installed (`shootout setup --all`); the other four
+    // sinks are checked either way.
+    let xterm = xterm_missing().is_none();
+    if xterm {
+        text += "\n[[scenario]]\nname = \"xterm\"\nserver = \"actix\"\nlog = \"xterm\"\n";
+    } else {
+        eprintln!("sinks test: xterm row left out: {:?}", xterm_missing());
+    }
+    std::fs::write(&file, text).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let stdout = run_ok(&["run", file.to_str().unwrap()], out.path());
+    assert!(stdout.contains("pty: sink measured"), "{stdout}");
+    let run = run_dir(out.path());
+    assert_eq!(meta(out.path())["design"], "sinks");
+    let table = run.join("sinks");
+    // The lines are the server's own: actix's access log names the request.
+    let lines = std::fs::read_to_string(table.join("file.lines.txt")).unwrap();
+    assert!(lines.lines().count() >= 1, "{lines}");
+    assert!(
+        lines.lines().all(|l| l.contains("POST / HTTP/1.1")),
+        "{lines}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("summary.json")).unwrap()).unwrap();
+    let rows = summary["sinks"][0]["rows"].as_array().unwrap();
+    let mut names: Vec<&str> = rows.iter().map(|r| r["row"].as_str().unwrap()).collect();
+    names.sort();
+    let mut want = vec!["devnull", "file", "pipe", "pty"];
+    if xterm {
+        want.push("xterm");
+    }
+    want.sort();
+    assert_eq!(names, want, "{summary}");
+    for r in rows {
+        // One access-log line per request at info level, on both twins.
+        let lpr = r["lines_per_request"].as_f64().unwrap();
+        assert!((0.9..=1.1).contains(&lpr), "{r}");
+        assert_eq!(r["runs"].as_array().unwrap().len(), 2, "{r}");
+        assert!(r["drain_lines_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["drain_ci95_pct"].is_number(), "{r}");
+        let allows = r["max_rps"].as_f64().unwrap();
+        let drain = r["drain_lines_per_s"].as_f64().unwrap();
+        assert!((allows * lpr - drain).abs() < 1e-6 * drain, "{r}");
+    }
+    let readme = std::fs::read_to_string(run.join("README.md")).unwrap();
+    assert!(readme.contains("| Drain lines/s |"), "{readme}");
+    assert!(
+        leftovers(out.path()).is_empty(),
+        "{:?}",
+        leftovers(out.path())
+    );
+    assert!(!run.join("tmp").exists());
+}

@@ -33,6 +33,7 @@ impl Exporter for MarkdownExporter {
         super::paired_md::sections(&mut out, &report.paired)?;
         super::memory_md::sections(&mut out, &report.memory)?;
         super::sweep_md::sections(&mut out, &report.sweeps)?;
+        super::sinks_md::sections(&mut out, &report.sinks)?;
         Ok(out.into_bytes())
     }
 }

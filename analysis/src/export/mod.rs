@@ -8,6 +8,7 @@ mod memory_md;
 mod memory_svg;
 mod paired_md;
 mod paired_svg;
+mod sinks_md;
 mod svg;
 mod sweep_md;
 mod sweep_svg;

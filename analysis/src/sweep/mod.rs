@@ -96,7 +96,7 @@ pub fn closed_rps(log: &Path) -> anyhow::Result<Option<f64>> {
 }
 
 /// The files in `dir` whose names end in `suffix`, sorted.
-fn files_ending(dir: &Path, suffix: &str) -> Vec<std::path::PathBuf> {
+pub(crate) fn files_ending(dir: &Path, suffix: &str) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()

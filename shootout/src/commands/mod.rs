@@ -9,6 +9,7 @@ mod report;
 mod reruns;
 mod run;
 mod setup;
+pub mod sink_writer;
 
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -56,6 +57,9 @@ enum Cmd {
     /// its spread, whether it reproduced within 5 %, and whether one run's
     /// intervals held the others' figures (markdown, or --json).
     Reruns(reruns::Args),
+    /// The writer of design = "sinks" (a server's log lines into a sink).
+    #[command(hide = true)]
+    SinkWriter(sink_writer::Args),
     /// Check the remote hosts of FILE's [ssh] and [hosts.NAME] tables: one
     /// ssh connection each, architecture, cores, kernel, clock offset
     /// (refused above clock_limit), loadgen uploaded to load hosts.
@@ -100,6 +104,7 @@ pub fn main() -> ExitCode {
         Cmd::Hosts(a) => hosts::run(a),
         Cmd::Coverage(a) => coverage::run(a),
         Cmd::Reruns(a) => reruns::run(a),
+        Cmd::SinkWriter(a) => sink_writer::run(a),
     }
 }
 

@@ -33,6 +33,15 @@ impl ScenarioFile {
                 settle = humantime::format_duration(m.settle),
             )?;
         }
+        if let Design::Sinks(k) = &self.design {
+            writeln!(
+                out,
+                "  sinks: each row's log lines sampled over {} of load, then written into its sink alone, {} runs of {}",
+                humantime::format_duration(k.sample),
+                k.runs,
+                humantime::format_duration(k.length),
+            )?;
+        }
         if let Design::Sweep(w) = &self.design {
             writeln!(
                 out,

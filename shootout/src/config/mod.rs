@@ -6,6 +6,7 @@ pub mod hosts;
 pub mod list;
 pub mod parse;
 pub mod scenario;
+pub mod sinks;
 pub mod sweep;
 #[cfg(test)]
 mod sweep_tests;

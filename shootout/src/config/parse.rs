@@ -92,6 +92,7 @@ struct RawFile {
     paired: Option<Spanned<RawPaired>>,
     memory: Option<Spanned<RawMemory>>,
     sweep: Option<Spanned<crate::config::sweep::RawSweep>>,
+    sinks: Option<Spanned<crate::config::sinks::RawSinks>>,
     #[serde(default)]
     defaults: Settings,
     #[serde(default)]
@@ -668,19 +669,17 @@ fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, Sc
             Design::Paired(paired_settings(raw.paired.as_ref(), err)?)
         }
         Some(("sweep", span)) => Design::Sweep(sweep_design(raw, scenarios, span.start, err)?),
+        Some(("sinks", _)) => Design::Sinks(sinks_design(raw, scenarios, err)?),
         Some((other, span)) => {
             return Err(err(
                 span.start,
-                format!("unknown design {other:?}: use \"sequential\", \"paired\" or \"sweep\""),
+                format!(
+                "unknown design {other:?}: use \"sequential\", \"paired\", \"sweep\" or \"sinks\""
+            ),
             ))
         }
     };
-    if let (false, Some(t)) = (matches!(design, Design::Sweep(_)), &raw.sweep) {
-        return Err(err(
-            t.span().start,
-            "[sweep] needs design = \"sweep\"".into(),
-        ));
-    }
+    check_design_tables(raw, &design, err)?;
     if !matches!(design, Design::Paired(_)) {
         if let Some(a) = raw.scenario.iter().find_map(|o| o.against.as_ref()) {
             return Err(err(
@@ -822,6 +821,57 @@ fn sweep_design(
         }
     }
     Ok(settings)
+}
+
+/// A design's own table (`[sweep]`, `[sinks]`) only with that design.
+fn check_design_tables(raw: &RawFile, design: &Design, err: &Err) -> Result<(), ScenarioError> {
+    let tables = [
+        (
+            "sweep",
+            raw.sweep.as_ref().map(|t| t.span().start),
+            matches!(design, Design::Sweep(_)),
+        ),
+        (
+            "sinks",
+            raw.sinks.as_ref().map(|t| t.span().start),
+            matches!(design, Design::Sinks(_)),
+        ),
+    ];
+    for (name, at, ok) in tables {
+        if let (false, Some(at)) = (ok, at) {
+            return Err(err(at, format!("[{name}] needs design = \"{name}\"")));
+        }
+    }
+    Ok(())
+}
+
+/// The sinks design of `raw`: rows that log to stdout, on this machine,
+/// timed by `[sinks]`.
+fn sinks_design(
+    raw: &RawFile,
+    rows: &[Scenario],
+    err: &Err,
+) -> Result<crate::config::sinks::SinksSettings, ScenarioError> {
+    refuse_timing_keys(
+        raw,
+        true,
+        "sinks",
+        "runs, length and sample in [sinks]",
+        err,
+    )?;
+    for s in rows {
+        let why = if s.hosts.is_some() {
+            Some("is on remote hosts: sinks are measured on this machine for now")
+        } else if !s.features.iter().any(|f| f == "log-stdout") {
+            Some("logs nothing to stdout: a sink's lines are the server's own, so add the log-stdout feature")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(err(row_at(raw, &s.name), format!("row {:?} {why}", s.name)));
+        }
+    }
+    crate::config::sinks::settings(raw.sinks.as_ref()).map_err(|(at, m)| err(at, m))
 }
 
 /// Sweep rows take their rates and step times from `[sweep]`, and run on

@@ -34,7 +34,7 @@ pub enum Topology {
 }
 
 /// Where the server's stdout (its log, with `log-stdout`) goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogSink {
     /// Discarded (`/dev/null`).
@@ -98,6 +98,8 @@ pub enum Design {
     /// Latency against load: each row through open-model rates up to
     /// saturation, and the highest rate that meets a latency target.
     Sweep(crate::config::sweep::SweepSettings),
+    /// How fast each row's log sink takes the row's own log lines, alone.
+    Sinks(crate::config::sinks::SinksSettings),
 }
 
 /// How the two stacks of a paired block are loaded.

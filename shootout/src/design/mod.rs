@@ -8,6 +8,7 @@ pub mod calibrate;
 pub mod memory;
 pub mod paired;
 pub mod sequential;
+pub mod sinks;
 pub mod sweep;
 pub mod sweep_compare;
 
@@ -229,6 +230,7 @@ fn run_in(
         Design::Paired(p) => paired::run_all(&run, scenarios, opts.only.as_deref(), p, &mut meta)?,
         Design::Memory(m) => memory::run_all(&run, scenarios, m, &mut meta)?,
         Design::Sweep(w) => sweep_then_compare(&run, file, scenarios, w, &mut meta)?,
+        Design::Sinks(k) => sinks::run_all(&run, scenarios, k, &mut meta)?,
     };
     meta.interrupted = outcome.interrupted;
     meta.write(dir)?;
@@ -269,6 +271,15 @@ fn select(file: &ScenarioFile, opts: &RunOptions) -> anyhow::Result<(Vec<Scenari
         Design::Sweep(_) => {
             if opts.duration.is_some() || opts.blocks.is_some() || opts.runs.is_some() {
                 bail!("{path}: sweep rows take their times from [sweep] (step, settle, probe, repeats), not --duration, --blocks or --runs");
+            }
+        }
+        Design::Sinks(k) => {
+            if opts.blocks.is_some() || opts.duration.is_some() {
+                bail!("{path}: sinks take their times from [sinks] (runs, length, sample), not --duration or --blocks");
+            }
+            k.runs = opts.runs.unwrap_or(k.runs);
+            if k.runs < 2 {
+                bail!("{path}: --runs must be at least 2 for sinks (the interval is over runs)");
             }
         }
         Design::Memory(_) => {

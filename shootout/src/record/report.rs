@@ -82,6 +82,9 @@ pub(crate) fn write_table_toml(
         Design::Sweep(_) => {
             t.insert("design".into(), "sweep".into());
         }
+        Design::Sinks(_) => {
+            t.insert("design".into(), "sinks".into());
+        }
         Design::Sequential => {}
     }
     if let Some(b) = file

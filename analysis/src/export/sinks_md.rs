@@ -1,0 +1,53 @@
+//! Markdown for sink tables: each sink's drain rate with its interval over
+//! runs, and the request rate it allows.
+
+use std::fmt::Write;
+
+use crate::sinks::SinkTable;
+
+/// Appends every sink table (nothing when there are none).
+pub fn sections(out: &mut String, tables: &[SinkTable]) -> std::fmt::Result {
+    if tables.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "Log sinks alone: each row's server was loaded for a short sample with its stdout in a \
+         file, which gives the lines it logs per request and the lines themselves; then, in \
+         each run, a fresh sink of the row's kind took a writer that wrote those lines, one \
+         write(2) each, as fast as the sink took them (pinned where the server runs; terminals \
+         and their display are not pinned, as for the rows). Drain = lines written / seconds, \
+         the mean over runs with a 95 % interval over runs (Student's t). Allows = drain ÷ \
+         lines per request: the most requests per second a server logging into this sink can \
+         answer, whatever its framework.\n"
+    )?;
+    for t in tables {
+        writeln!(out, "## {}\n", t.title)?;
+        writeln!(
+            out,
+            "| Configuration | Sink | Lines per request | Line bytes | Drain lines/s | 95% CI over runs | Drain MB/s | Allows requests/s | Runs (lines/s) |"
+        )?;
+        writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|")?;
+        for r in &t.rows {
+            let ci = r
+                .drain_ci95_pct
+                .map_or("-".into(), |c| format!("± {c:.1}%"));
+            let runs: Vec<String> = r.runs.iter().map(|x| format!("{x:.0}")).collect();
+            writeln!(
+                out,
+                "| {} | {} ({}) | {:.3} | {:.1} | {:.0} | {ci} | {:.1} | {:.0} | {} |",
+                r.label,
+                r.sink,
+                r.log_level,
+                r.lines_per_request,
+                r.line_bytes,
+                r.drain_lines_per_s,
+                r.drain_bytes_per_s / 1e6,
+                r.max_rps,
+                runs.join(", ")
+            )?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,152 @@
+//! `design = "sinks"` and its `[sinks]` table: how fast each row's log
+//! sink takes the row's own log lines, measured alone (no server load).
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// Settings of the sinks design (see the crate README, "Drain rate of a
+/// sink").
+#[derive(Debug, Clone, PartialEq)]
+pub struct SinksSettings {
+    /// Independent runs per sink (a fresh sink and writer each); the
+    /// interval is over them.
+    pub runs: u32,
+    /// How long the writer writes in each run.
+    pub length: Duration,
+    /// How long the row's server is loaded (closed model, its own
+    /// connections) to sample the lines it logs per request.
+    pub sample: Duration,
+}
+
+impl Default for SinksSettings {
+    fn default() -> Self {
+        SinksSettings {
+            runs: 5,
+            length: Duration::from_secs(2),
+            sample: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The `[sinks]` table as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSinks {
+    runs: Option<Spanned<i64>>,
+    length: Option<Spanned<String>>,
+    sample: Option<Spanned<String>>,
+}
+
+/// Checks `raw` (absent: every default); an error is (offset, message).
+pub fn settings(raw: Option<&Spanned<RawSinks>>) -> Result<SinksSettings, (usize, String)> {
+    let mut s = SinksSettings::default();
+    let Some(raw) = raw else {
+        return Ok(s);
+    };
+    let r = raw.get_ref();
+    if let Some(n) = &r.runs {
+        let v = *n.get_ref();
+        s.runs = u32::try_from(v)
+            .ok()
+            .filter(|v| (2..=1000).contains(v))
+            .ok_or((
+                n.span().start,
+                format!("[sinks] runs must be 2 to 1000 (the interval is over runs), not {v}"),
+            ))?;
+    }
+    let dur = |v: &Option<Spanned<String>>, key: &str, fallback: Duration| {
+        v.as_ref().map_or(Ok(fallback), |x| {
+            match humantime::parse_duration(x.get_ref()) {
+                Ok(d) if !d.is_zero() && d <= Duration::from_secs(600) => Ok(d),
+                Ok(_) => Err((
+                    x.span().start,
+                    format!("[sinks] {key} must be more than zero and at most 10m"),
+                )),
+                Err(e) => Err((
+                    x.span().start,
+                    format!("[sinks] bad {key} {:?}: {e}", x.get_ref()),
+                )),
+            }
+        })
+    };
+    s.length = dur(&r.length, "length", s.length)?;
+    s.sample = dur(&r.sample, "sample", s.sample)?;
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::scenario::Design;
+
+    const ROW: &str =
+        "[[scenario]]\nname = \"a\"\nserver = \"actix\"\nfeatures = [\"log-stdout\"]\nlog = \"terminal\"\n";
+
+    fn parse(head: &str, row: &str) -> Result<SinksSettings, String> {
+        let text = format!("{head}\n{row}");
+        let f = crate::config::parse::parse(std::path::Path::new("t.toml"), &text)
+            .map_err(|e| e.to_string())?;
+        match f.design {
+            Design::Sinks(s) => Ok(s),
+            other => Err(format!("{other:?}")),
+        }
+    }
+
+    #[test]
+    fn a_sinks_file_reads_with_its_defaults() {
+        let s = parse("design = \"sinks\"\n[sinks]\nlength = \"500ms\"\n", ROW).unwrap();
+        assert_eq!(s.runs, 5);
+        assert_eq!(s.length, Duration::from_millis(500));
+        assert_eq!(s.sample, Duration::from_secs(1));
+        assert_eq!(
+            parse("design = \"sinks\"\n", ROW).unwrap(),
+            SinksSettings::default()
+        );
+    }
+
+    #[test]
+    fn bad_sinks_files_name_the_file_and_line() {
+        for (head, row, want) in [
+            (
+                "design = \"sinks\"\n[sinks]\nruns = 1\n",
+                ROW,
+                "t.toml:3: [sinks] runs must be 2 to 1000",
+            ),
+            (
+                "design = \"sinks\"\n[sinks]\nlength = \"0s\"\n",
+                ROW,
+                "t.toml:3: [sinks] length must be more than zero",
+            ),
+            (
+                "design = \"sinks\"\n[sinks]\nsample = \"soon\"\n",
+                ROW,
+                "t.toml:3: [sinks] bad sample \"soon\"",
+            ),
+            (
+                "design = \"sinks\"\n[sinks]\nlines = 3\n",
+                ROW,
+                "t.toml:3: unknown field `lines`",
+            ),
+            (
+                "[sinks]\nruns = 3\n",
+                ROW,
+                "t.toml:1: [sinks] needs design = \"sinks\"",
+            ),
+            (
+                "design = \"sinks\"\n",
+                "[[scenario]]\nname = \"quiet\"\nserver = \"ntex\"\n",
+                "t.toml:4: row \"quiet\" logs nothing to stdout",
+            ),
+            (
+                "design = \"sinks\"\n",
+                "[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nfeatures = [\"log-stdout\"]\nduration = \"5s\"\n",
+                "t.toml:7: duration is not used by design = \"sinks\"",
+            ),
+        ] {
+            let e = parse(head, row).unwrap_err();
+            assert!(e.starts_with(want), "{e:?} should start with {want:?}");
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! The sinks design: how fast each row's log sink takes the row's own log
+//! lines, with no server in the way. For each row, one after another:
+//!
+//! 1. **Sample.** The row's stack starts with its stdout in a file, is
+//!    checked, and loaded for `sample` (closed model, the row's own
+//!    connections and request); the lines it logged during the load, and
+//!    loadgen's count of answers, give its lines per request. The last
+//!    [`KEEP`] lines go to `ROW.lines.txt`.
+//! 2. **Drain.** `runs` times, a fresh sink of the row's kind (`log`:
+//!    file, pipe, our drained pty, xterm or alacritty on a private Xvfb,
+//!    or /dev/null) takes the writer (`shootout sink-writer`, pinned where
+//!    the server would be) writing those lines for `length`, one
+//!    `write(2)` each, as fast as the sink takes them.
+//!
+//! `ROW.sinks.json` records the sample and each run's lines, bytes and
+//! seconds; the analysis gives lines/s with an interval over runs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use serde::Serialize;
+
+use super::sweep::{on_fresh_stack, verify};
+use crate::commands::sink_writer::WriterReport;
+use crate::config::scenario::{LogSink, Scenario};
+use crate::config::sinks::SinksSettings;
+use crate::design::{each, Job, Prepared, RunOutcome};
+use crate::measure::load::{self, Timing};
+use crate::measure::wait::{self, Limits, Waited};
+use crate::place::procs::Proc;
+use crate::record::meta::Meta;
+use crate::record::row::{RowFacts, RowRecord};
+use crate::stack::emulator::{self, Emulator};
+use crate::stack::sink::Sink;
+use crate::Interrupted;
+
+/// Sampled lines kept in `ROW.lines.txt` (the writer cycles through them).
+pub const KEEP: usize = 200;
+
+/// Every row's sample and drain runs, one row after another.
+pub fn run_all(
+    run: &Prepared,
+    scenarios: &[Scenario],
+    settings: &SinksSettings,
+    meta: &mut Meta,
+) -> anyhow::Result<RunOutcome> {
+    meta.design = "sinks".into();
+    let mut rows = Vec::new();
+    let units = scenarios
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i, s, 1, s.name.clone()));
+    let interrupted = each(run, units, |unit| {
+        let job = Job::new(run, unit);
+        let mut facts = RowFacts::default();
+        let outcome = sink_row(&job, settings, &mut facts);
+        let _ = std::fs::remove_dir_all(&job.tmp);
+        let (rec, stopped) = RowRecord::build(job.scenario, 1, facts, outcome);
+        match &rec.error {
+            None => println!("{}: sink measured", rec.scenario),
+            Some(e) => println!("{}: FAILED: {e}", rec.scenario),
+        }
+        rows.push(rec);
+        crate::hold_at::stage("record");
+        meta.rows = rows.clone();
+        meta.write(run.dir)?;
+        Ok(stopped)
+    })?;
+    Ok(RunOutcome {
+        rows,
+        ..RunOutcome::of(run.dir, interrupted)
+    })
+}
+
+/// `ROW.sinks.json`.
+#[derive(Debug, Serialize)]
+struct SinkIndex<'a> {
+    row: &'a str,
+    label: &'a str,
+    server: String,
+    sink: LogSink,
+    log_level: &'a str,
+    /// The sample: lines the server logged during its load, and the
+    /// answers loadgen counted.
+    sample_lines: u64,
+    sample_requests: u64,
+    /// `ROW.lines.txt`, the lines the writer cycled through.
+    lines_file: String,
+    length_s: f64,
+    runs: &'a [WriterReport],
+}
+
+fn sink_row(job: &Job, settings: &SinksSettings, facts: &mut RowFacts) -> anyhow::Result<()> {
+    let s = job.scenario;
+    let run = job.run;
+    let (lines, requests) = sample(job, settings, facts)?;
+    let kept = &lines[lines.len().saturating_sub(KEEP)..];
+    let lines_file = format!("{}.lines.txt", s.name);
+    let lines_path = run.table_dir.join(&lines_file);
+    analysis::files::write_atomic(&lines_path, (kept.join("\n") + "\n").as_bytes())?;
+    eprintln!(
+        "  {} sample: {} lines for {requests} requests",
+        s.name,
+        lines.len()
+    );
+    let mut runs = Vec::new();
+    for k in 1..=settings.runs {
+        if run.stopping() {
+            return Err(Interrupted.into());
+        }
+        let r = drain_once(job, &lines_path, settings.length, k)?;
+        eprintln!(
+            "  {} drain {k}: {:.0} lines/s",
+            s.name,
+            r.lines as f64 / r.seconds
+        );
+        runs.push(r);
+    }
+    let index = SinkIndex {
+        row: &s.name,
+        label: &s.label,
+        server: format!("{:?}", s.server).to_lowercase(),
+        sink: s.log,
+        log_level: &s.log_level,
+        sample_lines: lines.len() as u64,
+        sample_requests: requests,
+        lines_file,
+        length_s: settings.length.as_secs_f64(),
+        runs: &runs,
+    };
+    let path = run.table_dir.join(format!("{}.sinks.json", s.name));
+    analysis::files::write_atomic(&path, &serde_json::to_vec_pretty(&index)?)
+}
+
+/// The row's stack with its stdout in a file, loaded for `sample`: the
+/// lines logged during the load, and loadgen's count of answers.
+fn sample(
+    job: &Job,
+    settings: &SinksSettings,
+    facts: &mut RowFacts,
+) -> anyhow::Result<(Vec<String>, u64)> {
+    let mut row = job.scenario.clone();
+    row.log = LogSink::File;
+    row.rate = None;
+    let capture = Job::new(job.run, (job.ns_index, &row, 1, job.stem.clone()));
+    let out = capture.tmp.join("server-stdout.txt");
+    let (mut before, mut after) = (0, 0);
+    let mut answers = 0;
+    on_fresh_stack(&capture, facts, |place, stack, facts| {
+        verify(place, stack, facts)?;
+        // The check's own lines are not the load's.
+        std::thread::sleep(Duration::from_millis(200));
+        before = read_lines(&out)?.len();
+        let run = job.run;
+        let host = place.client();
+        let bin = host.place_binary(run.loadgen)?;
+        let timing = Timing {
+            warmup: Duration::ZERO,
+            duration: settings.sample,
+            start_at: None,
+            turn: None,
+        };
+        let argv = load::argv(&bin, &row, stack.target, timing);
+        let log = run.table_dir.join(format!("{}.sample.jsonl", row.name));
+        let mut procs = [load::spawn(host, argv, &log)?];
+        let limits = Limits {
+            deadline: settings.sample + Duration::from_secs(30),
+            every: Duration::from_secs(1),
+            poll: Duration::from_millis(50),
+            stopping: &|| run.stopping(),
+        };
+        match wait::wait(&mut procs, |p| p, stack, limits, |_, _, _| {})? {
+            Waited::Done(st) if st[0].success() => {}
+            Waited::Done(st) => bail!(
+                "loadgen exited with {}: {}",
+                st[0],
+                procs[0].stderr().tail()
+            ),
+            Waited::Interrupted(_) => {
+                let _ = std::fs::remove_file(analysis::files::partial(&log));
+                return Err(Interrupted.into());
+            }
+        }
+        load::keep(&log)?;
+        answers = load::read_log(&log)?.acknowledged;
+        // Every answer is logged by now; the server's shutdown lines
+        // that follow are not the load's either.
+        std::thread::sleep(Duration::from_millis(200));
+        after = read_lines(&out)?.len();
+        Ok(())
+    })?;
+    let lines: Vec<String> = read_lines(&out)?
+        .into_iter()
+        .take(after)
+        .skip(before)
+        .collect();
+    if lines.is_empty() || answers == 0 {
+        bail!(
+            "the server logged {} lines for {answers} answers: nothing to write into the sink (is its log level {:?} one that logs requests?)",
+            lines.len(),
+            job.scenario.log_level
+        );
+    }
+    Ok((lines, answers))
+}
+
+fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(text
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
+/// One drain run: a fresh sink of the row's kind, the writer in it for
+/// `length`; what the writer wrote.
+fn drain_once(job: &Job, lines: &Path, length: Duration, k: u32) -> anyhow::Result<WriterReport> {
+    let s = job.scenario;
+    let dir = job.tmp.join(format!("drain-{k:02}"));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let report = dir.join("report.json");
+    let exe = std::env::current_exe().context("finding shootout's own binary")?;
+    let mut argv = load::taskset(&s.server_cpus);
+    argv.extend([
+        exe.display().to_string(),
+        "sink-writer".into(),
+        lines.display().to_string(),
+        "--for".into(),
+        humantime::format_duration(length).to_string(),
+        "--report".into(),
+        report.display().to_string(),
+    ]);
+    let deadline = length + Duration::from_secs(30);
+    let stopping = || job.run.stopping();
+    let stderr = dir.join("server.stderr");
+    let status = match s.log {
+        LogSink::Xterm | LogSink::Alacritty => {
+            let kind = if s.log == LogSink::Xterm {
+                emulator::Kind::Xterm
+            } else {
+                emulator::Kind::Alacritty
+            };
+            let tag = job.tmp.display().to_string();
+            let mut term = Emulator::start(kind, &dir, &argv, &[], &tag)?;
+            let status = until(deadline, &stopping, || term.try_wait());
+            term.stop(Duration::from_secs(2));
+            status
+        }
+        kind => {
+            let mut sink = Sink::new(kind, &dir.join("out.txt"))?;
+            let mut cmd = Command::new(&argv[0]);
+            cmd.args(&argv[1..])
+                .stdin(Stdio::null())
+                .stdout(sink.stdio.take().context("the sink's stdout")?)
+                .stderr(std::fs::File::create(&stderr)?);
+            let mut writer = Proc::spawn("sink-writer", &mut cmd)?;
+            // Our copy of the sink's write end closes here, so the reader
+            // sees the end when the writer exits.
+            drop(cmd);
+            let status = until(deadline, &stopping, || writer.try_wait());
+            writer.stop(Duration::from_secs(2));
+            sink.finish();
+            status
+        }
+    };
+    let Some(status) = status else {
+        if stopping() {
+            return Err(Interrupted.into());
+        }
+        bail!(
+            "the sink writer did not finish within {}",
+            humantime::format_duration(deadline)
+        );
+    };
+    if !status.success() {
+        bail!(
+            "the sink writer exited with {status}: {}",
+            last_line(&stderr)
+        );
+    }
+    let text = std::fs::read(&report).with_context(|| format!("reading {}", report.display()))?;
+    Ok(serde_json::from_slice(&text)?)
+}
+
+/// Polls `done` until it gives a status, `deadline` passes or the run
+/// stops (then none).
+fn until(
+    deadline: Duration,
+    stopping: &dyn Fn() -> bool,
+    mut done: impl FnMut() -> Option<ExitStatus>,
+) -> Option<ExitStatus> {
+    let start = Instant::now();
+    loop {
+        if let Some(st) = done() {
+            return Some(st);
+        }
+        if stopping() || start.elapsed() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn last_line(path: &PathBuf) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(no output)")
+        .to_string()
+}
