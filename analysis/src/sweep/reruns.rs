@@ -50,6 +50,9 @@ pub struct TargetAcross {
 /// A run's answer for one row and target.
 #[derive(Debug, Clone, Serialize)]
 pub struct MaxRate {
+    /// The row's closed-model 2xx/s in that run (the probe): how much the
+    /// machine itself moved between runs.
+    pub closed_rps: Option<f64>,
     /// The max rate at the target, when a search ran.
     pub rate: Option<f64>,
     pub ci95_pct: Option<f64>,
@@ -128,6 +131,7 @@ fn sweeps_of(dir: &Path) -> anyhow::Result<(Vec<SweepRow>, Vec<Comparison>)> {
 
 fn max_rate(r: &SweepRow) -> MaxRate {
     MaxRate {
+        closed_rps: r.closed_rps,
         rate: r.max_rate_at_slo,
         ci95_pct: r.max_rate_ci95_pct,
         bracket: r.bracket.map(str::to_owned),
@@ -273,16 +277,16 @@ fn ratio_cell(r: Option<&RatioCi>) -> String {
 /// The tables as markdown: max rates, then comparisons.
 pub fn to_markdown(r: &Reruns) -> String {
     let mut s = format!(
-        "Runs: {}.\n\nMax rate at the target in each run (95 % interval over that run's searches); spread = largest / smallest - 1; reproduced = spread within {REPRODUCED_PCT} %; held = ordered pairs of runs where one run's interval held the other's max rate.\n\n",
+        "Runs: {}.\n\nMax rate at the target in each run (95 % interval over that run's searches); spread = largest / smallest - 1; reproduced = spread within {REPRODUCED_PCT} %; held = ordered pairs of runs where one run's interval held the other's max rate; the closed-model 2xx/s (the row's probe) shows how much the machine itself moved between runs.\n\n",
         r.runs.join(", ")
     );
     s += "| Configuration | Target |";
     for i in 1..=r.runs.len() {
         s += &format!(" Run {i} |");
     }
-    s += " Spread | Reproduced | Intervals held |\n|---|---|";
+    s += " Spread | Reproduced | Intervals held | Closed-model 2xx/s per run |\n|---|---|";
     s += &"---:|".repeat(r.runs.len());
-    s += "---:|---|---:|\n";
+    s += "---:|---|---:|---:|\n";
     for t in &r.targets {
         s += &format!("| {} | {} |", t.label, t.slo);
         for m in &t.runs {
@@ -297,7 +301,21 @@ pub fn to_markdown(r: &Reruns) -> String {
             Some(false) => "no",
             None => "-",
         };
-        s += &format!(" {spread} | {rep} | {} of {} |\n", t.held, t.pairs);
+        let closed: Vec<String> = t
+            .runs
+            .iter()
+            .map(|m| {
+                m.as_ref()
+                    .and_then(|m| m.closed_rps)
+                    .map_or("-".into(), |c| format!("{c:.0}"))
+            })
+            .collect();
+        s += &format!(
+            " {spread} | {rep} | {} of {} | {} |\n",
+            t.held,
+            t.pairs,
+            closed.join(" / ")
+        );
     }
     if r.comparisons.is_empty() {
         return s;
