@@ -29,6 +29,10 @@ pub struct SinkRow {
     /// `none`, `file`, `pipe`, `terminal`, `xterm` or `alacritty`.
     pub sink: String,
     pub log_level: String,
+    /// The terminal emulator and its settings (emulator rows; absent in
+    /// runs before it was recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<String>,
     /// Lines the server logged per answer during its sample load.
     pub lines_per_request: f64,
     /// Mean bytes of a written line (newline included).
@@ -50,6 +54,8 @@ struct Index {
     server: String,
     sink: String,
     log_level: String,
+    #[serde(default)]
+    terminal: Option<String>,
     sample_lines: u64,
     sample_requests: u64,
     runs: Vec<Run>,
@@ -123,6 +129,7 @@ fn row(ix: Index) -> anyhow::Result<SinkRow> {
         server: ix.server,
         sink: ix.sink,
         log_level: ix.log_level,
+        terminal: ix.terminal,
     })
 }
 
@@ -140,6 +147,7 @@ mod tests {
             server: "actix".into(),
             sink: "terminal".into(),
             log_level: "info".into(),
+            terminal: None,
             sample_lines: 400,
             sample_requests: 200,
             runs: vec![
@@ -178,6 +186,7 @@ mod tests {
             server: "actix".into(),
             sink: "file".into(),
             log_level: "info".into(),
+            terminal: None,
             sample_lines: 0,
             sample_requests: 10,
             runs: vec![],

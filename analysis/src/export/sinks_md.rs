@@ -48,6 +48,14 @@ pub fn sections(out: &mut String, tables: &[SinkTable]) -> std::fmt::Result {
             )?;
         }
         writeln!(out)?;
+        for r in &t.rows {
+            if let Some(term) = &r.terminal {
+                writeln!(out, "- {}: {term}", r.label)?;
+            }
+        }
+        if t.rows.iter().any(|r| r.terminal.is_some()) {
+            writeln!(out)?;
+        }
     }
     Ok(())
 }

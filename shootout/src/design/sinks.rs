@@ -88,6 +88,8 @@ struct SinkIndex<'a> {
     sample_requests: u64,
     /// `ROW.lines.txt`, the lines the writer cycled through.
     lines_file: String,
+    /// The terminal emulator and its settings (emulator rows).
+    terminal: Option<String>,
     length_s: f64,
     runs: &'a [WriterReport],
 }
@@ -106,11 +108,13 @@ fn sink_row(job: &Job, settings: &SinksSettings, facts: &mut RowFacts) -> anyhow
         lines.len()
     );
     let mut runs = Vec::new();
+    let mut terminal = None;
     for k in 1..=settings.runs {
         if run.stopping() {
             return Err(Interrupted.into());
         }
-        let r = drain_once(job, &lines_path, settings.length, k)?;
+        let (r, term) = drain_once(job, &lines_path, settings.length, k)?;
+        terminal = terminal.or(term);
         eprintln!(
             "  {} drain {k}: {:.0} lines/s",
             s.name,
@@ -127,6 +131,7 @@ fn sink_row(job: &Job, settings: &SinksSettings, facts: &mut RowFacts) -> anyhow
         sample_lines: lines.len() as u64,
         sample_requests: requests,
         lines_file,
+        terminal,
         length_s: settings.length.as_secs_f64(),
         runs: &runs,
     };
@@ -217,8 +222,13 @@ fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
 }
 
 /// One drain run: a fresh sink of the row's kind, the writer in it for
-/// `length`; what the writer wrote.
-fn drain_once(job: &Job, lines: &Path, length: Duration, k: u32) -> anyhow::Result<WriterReport> {
+/// `length`; what the writer wrote, and the emulator's description.
+fn drain_once(
+    job: &Job,
+    lines: &Path,
+    length: Duration,
+    k: u32,
+) -> anyhow::Result<(WriterReport, Option<String>)> {
     let s = job.scenario;
     let dir = job.tmp.join(format!("drain-{k:02}"));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -237,6 +247,7 @@ fn drain_once(job: &Job, lines: &Path, length: Duration, k: u32) -> anyhow::Resu
     let deadline = length + Duration::from_secs(30);
     let stopping = || job.run.stopping();
     let stderr = dir.join("server.stderr");
+    let mut terminal = None;
     let status = match s.log {
         LogSink::Xterm | LogSink::Alacritty => {
             let kind = if s.log == LogSink::Xterm {
@@ -246,6 +257,7 @@ fn drain_once(job: &Job, lines: &Path, length: Duration, k: u32) -> anyhow::Resu
             };
             let tag = job.tmp.display().to_string();
             let mut term = Emulator::start(kind, &dir, &argv, &[], &tag)?;
+            terminal = Some(term.describe());
             let status = until(deadline, &stopping, || term.try_wait());
             term.stop(Duration::from_secs(2));
             status
@@ -283,7 +295,7 @@ fn drain_once(job: &Job, lines: &Path, length: Duration, k: u32) -> anyhow::Resu
         );
     }
     let text = std::fs::read(&report).with_context(|| format!("reading {}", report.display()))?;
-    Ok(serde_json::from_slice(&text)?)
+    Ok((serde_json::from_slice(&text)?, terminal))
 }
 
 /// Polls `done` until it gives a status, `deadline` passes or the run
