@@ -7,6 +7,8 @@ pub mod list;
 pub mod parse;
 pub mod scenario;
 pub mod sinks;
+#[cfg(test)]
+mod sinks_tests;
 pub mod sweep;
 #[cfg(test)]
 mod sweep_tests;
