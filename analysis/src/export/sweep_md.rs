@@ -37,6 +37,24 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          when every target's stop rule holds), each target has its own searches, and a row has a \
          line per target.\n"
     )?;
+    let votes = tables
+        .iter()
+        .flat_map(|t| &t.rows)
+        .map(|r| r.votes)
+        .max()
+        .unwrap_or(1);
+    if votes > 1 {
+        writeln!(
+            out,
+            "Votes: a rate passes or fails by the majority of up to {votes} steps at it (a steps \
+             table can list a rate more than once). In the sweep, the first failing rate, any rate \
+             below it whose steps disagree, and the last passing rate below it were measured \
+             again until their majority was settled; each search step ran until its rate's \
+             majority was settled. A rate without a majority (or with only invalid steps) neither \
+             starts nor ends a bracket, and in a search counts as failing. The knee takes a \
+             rate's median p99 over its valid steps.\n"
+        )?;
+    }
     for t in tables {
         writeln!(out, "## {}\n", t.title)?;
         writeln!(out, "| Configuration | Target | Closed-model 2xx/s | Max rate at target | 95% CI over searches | Resolution of a search | Searches | Knee |")?;

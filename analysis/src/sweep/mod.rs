@@ -7,6 +7,7 @@ pub mod report;
 pub mod reruns;
 pub mod rules;
 pub mod slo;
+pub mod votes;
 
 use std::path::Path;
 
@@ -14,6 +15,7 @@ use anyhow::Context;
 
 pub use rules::{Bracket, Rules, Step};
 pub use slo::{Quantile, Slo};
+pub use votes::{points, Verdict};
 
 /// The figures of one open-model step at `rate` from its finished loadgen
 /// log (the measured part's merged histogram; the settle time is the

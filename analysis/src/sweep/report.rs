@@ -51,6 +51,14 @@ pub struct SweepRow {
     pub knee: Option<f64>,
     /// Search steps (bisection), for the record.
     pub search_steps: Vec<StepFigures>,
+    /// Most steps a rate took to be decided by their majority (absent:
+    /// one, a rate was its step).
+    #[serde(skip_serializing_if = "is_one")]
+    pub votes: u32,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// One step as summary.json gives it: its figures, and how the rules
@@ -71,7 +79,15 @@ struct Index {
     /// Each target and its bounds; search phases `search-T-R` name the
     /// target by its place here (from 1).
     targets: Vec<Rules>,
+    /// Most steps a rate may take to be decided by majority (runs before
+    /// votes existed: one).
+    #[serde(default = "one")]
+    votes: u32,
     steps: Vec<Entry>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 #[derive(Debug, Deserialize)]
@@ -118,6 +134,8 @@ pub fn row(dir: &Path, index: &Path) -> anyhow::Result<Vec<SweepRow>> {
             Some(rate) => {
                 let s = super::step_of(&log, rate, e.loadgen_busy, e.server_cpu_s)?;
                 if e.phase == "sweep" {
+                    // Vote steps ran after the sweep: in rate order, a
+                    // rate's steps in the order they ran.
                     steps.push(s);
                 } else {
                     search.push((e.phase.clone(), s));
@@ -125,6 +143,7 @@ pub fn row(dir: &Path, index: &Path) -> anyhow::Result<Vec<SweepRow>> {
             }
         }
     }
+    steps.sort_by(|a, b| a.rate.total_cmp(&b.rate));
     Ok(ix
         .targets
         .iter()
@@ -150,26 +169,34 @@ fn target_row(
     steps: &[Step],
     search: &[(String, Step)],
 ) -> SweepRow {
-    // Each search's answer: its highest passing rate, or the bracket's low
-    // end when none of its steps passed. An invalid search step counts as
-    // a failure (the answer is then a lower bound).
+    // Each search's answer: its highest passing rate (by the majority of
+    // the steps at it), or the bracket's low end when none passed. An
+    // invalid search step counts as a failure (the answer is then a lower
+    // bound).
     let bracket = rules.bracket(steps);
     let mut searches = Vec::new();
     let mut phases: Vec<&String> = search.iter().map(|(p, _)| p).collect();
     phases.dedup();
-    if let Bracket::Between(low, _) = bracket {
-        for p in &phases {
-            let best = search
+    let mut rounds = 0;
+    for p in &phases {
+        let mine: Vec<Step> = search
+            .iter()
+            .filter(|(q, _)| q == *p)
+            .map(|(_, s)| s.clone())
+            .collect();
+        let points = super::points(&mine);
+        rounds = rounds.max(points.len());
+        if let Bracket::Between(low, _) = bracket {
+            let best = points
                 .iter()
-                .filter(|(q, s)| q == *p && rules.passes(s))
-                .map(|(_, s)| s.rate)
+                .filter(|(_, at)| rules.verdict(at) == super::Verdict::Pass)
+                .map(|(rate, _)| *rate)
                 .fold(low, f64::max);
             searches.push(best);
         }
     }
     // What one search can resolve: its final bracket's width after its
     // rounds (each halves the log width), in percent.
-    let rounds = search.len() / phases.len().max(1);
     let resolution_pct = match bracket {
         Bracket::Between(low, high) if rounds > 0 => {
             Some(((high / low).powf(0.5f64.powi(rounds as i32)) - 1.0) * 100.0)
@@ -203,5 +230,6 @@ fn target_row(
         max_rate_ci95_pct,
         bracket: bracket.limit(),
         search_steps: search.iter().map(|(_, s)| figures(s)).collect(),
+        votes: ix.votes,
     }
 }

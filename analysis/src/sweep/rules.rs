@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use super::slo::Slo;
+use super::votes::{points, Verdict};
 use crate::stats;
 
 /// What one open-model step measured (after its settle time).
@@ -113,27 +114,32 @@ impl Rules {
             && s.latency_at(&self.slo) <= self.slo.limit_us()
     }
 
-    /// Where the target lies among `steps` (in increasing rate): below
-    /// the first valid step that fails, above the last step that passed
-    /// before it. Invalid steps say nothing about the server, so they
-    /// neither end nor start a bracket (a search step that is invalid
-    /// counts as failing, so an invalid step inside a bracket lowers its
-    /// answer, never raises it).
+    /// Where the target lies among `steps` (any order; steps at one rate
+    /// are that rate's votes, see [`Rules::verdict`]): below the first
+    /// rate that fails, above the last rate that passed before it. Rates
+    /// that say neither (invalid steps, or no majority) neither end nor
+    /// start a bracket (a search step that is invalid counts as failing,
+    /// so an invalid step inside a bracket lowers its answer, never raises
+    /// it).
     pub fn bracket(&self, steps: &[Step]) -> Bracket {
+        let verdicts: Vec<(f64, Verdict)> = points(steps)
+            .iter()
+            .map(|(rate, at)| (*rate, self.verdict(at)))
+            .collect();
         let last_pass = |end: usize| {
-            steps[..end]
+            verdicts[..end]
                 .iter()
                 .rev()
-                .find(|s| self.passes(s))
-                .map(|s| s.rate)
+                .find(|(_, v)| *v == Verdict::Pass)
+                .map(|(r, _)| *r)
         };
-        match steps.iter().position(|s| self.valid(s) && !self.passes(s)) {
+        match verdicts.iter().position(|(_, v)| *v == Verdict::Fail) {
             Some(f) => match last_pass(f) {
-                Some(low) => Bracket::Between(low, steps[f].rate),
+                Some(low) => Bracket::Between(low, verdicts[f].0),
                 None => Bracket::Below,
             },
-            None if steps.iter().all(|s| self.passes(s)) => Bracket::Above,
-            None => Bracket::Client(last_pass(steps.len())),
+            None if verdicts.iter().all(|(_, v)| *v == Verdict::Pass) => Bracket::Above,
+            None => Bracket::Client(last_pass(verdicts.len())),
         }
     }
 }
@@ -193,19 +199,37 @@ pub fn bisect(
     Ok(low)
 }
 
-/// The knee of `steps` (in increasing rate): the highest rate reached
-/// before the first valid step whose p99 exceeds [`KNEE_TIMES_BASE`] times
-/// the lightest valid step's p99. None with no valid step; the last valid
-/// rate when the latency never doubles.
+/// The knee of `steps`: the highest rate reached before the first rate
+/// whose p99 exceeds [`KNEE_TIMES_BASE`] times the lightest rate's (a
+/// rate's p99: the median over its valid steps; rates without one are
+/// left out). None with no valid step; the last valid rate when the
+/// latency never doubles.
 pub fn knee(steps: &[Step], rules: &Rules) -> Option<f64> {
-    let valid: Vec<&Step> = steps.iter().filter(|s| rules.valid(s)).collect();
-    let base = valid.first()?.p99_us;
-    let mut knee = valid[0].rate;
-    for s in &valid[1..] {
-        if s.p99_us > KNEE_TIMES_BASE * base {
+    let valid: Vec<(f64, f64)> = points(steps)
+        .iter()
+        .filter_map(|(rate, at)| {
+            let mut p99: Vec<f64> = at
+                .iter()
+                .filter(|s| rules.valid(s))
+                .map(|s| s.p99_us)
+                .collect();
+            p99.sort_by(f64::total_cmp);
+            let n = p99.len();
+            let median = match n {
+                0 => return None,
+                _ if n % 2 == 1 => p99[n / 2],
+                _ => (p99[n / 2 - 1] + p99[n / 2]) / 2.0,
+            };
+            Some((*rate, median))
+        })
+        .collect();
+    let base = valid.first()?.1;
+    let mut knee = valid[0].0;
+    for (rate, p99) in &valid[1..] {
+        if *p99 > KNEE_TIMES_BASE * base {
             break;
         }
-        knee = s.rate;
+        knee = *rate;
     }
     Some(knee)
 }
@@ -220,10 +244,11 @@ pub fn max_rate(repeats: &[f64]) -> Option<(f64, Option<f64>)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn step(rate: f64, achieved: f64, p99_us: f64) -> Step {
+    /// A valid step at `rate` that achieved `achieved`, with p99 `p99_us`.
+    pub(crate) fn step(rate: f64, achieved: f64, p99_us: f64) -> Step {
         Step {
             rate,
             achieved,
@@ -354,6 +379,16 @@ mod tests {
         // An invalid lightest step is not the base.
         steps[0].client_lateness_p99_us = 1e6;
         assert_eq!(knee(&steps, &r), Some(8_000.0));
+        // A rate measured three times counts once, at its median p99:
+        // 4,000's steps read 200, 450 and 150 (median 200): still the knee.
+        steps.push(step(4_000.0, 4_000.0, 450.0));
+        steps.push(step(4_000.0, 4_000.0, 150.0));
+        assert_eq!(knee(&steps, &r), Some(8_000.0));
+        steps.push(step(4_000.0, 4_000.0, 1_000.0));
+        steps.push(step(4_000.0, 4_000.0, 1_000.0));
+        // Now 200, 450, 150, 1000, 1000: median 450 > 2 x 150 (the
+        // lightest valid rate, 2,000): the knee is 2,000.
+        assert_eq!(knee(&steps, &r), Some(2_000.0));
         steps.truncate(1);
         assert_eq!(knee(&steps, &r), None);
     }

@@ -36,6 +36,10 @@ pub struct SweepSettings {
     /// Independent searches (each `bisect` rounds from the sweep's
     /// bracket); the max rate's interval comes from them.
     pub repeats: u32,
+    /// Most steps that decide a rate by their majority: the bracket's ends
+    /// and each search step are measured again until it is settled (one:
+    /// a rate is its single step).
+    pub votes: u32,
     /// Comparisons at equal rates, after every row's sweep: at these
     /// percentages of the baseline row's max rate at the first target.
     pub compare_at: Vec<f64>,
@@ -61,6 +65,7 @@ impl SweepSettings {
             probe: Duration::from_secs(3),
             bisect: 4,
             repeats: 3,
+            votes: 3,
             compare_at: Vec::new(),
             compare: None,
             compare_blocks: 6,
@@ -90,6 +95,7 @@ pub struct RawSweep {
     probe: Option<Spanned<String>>,
     bisect: Option<Spanned<i64>>,
     repeats: Option<Spanned<i64>>,
+    votes: Option<Spanned<i64>>,
     compare_at: Option<Spanned<Vec<f64>>>,
     compare: Option<Spanned<Vec<String>>>,
     compare_blocks: Option<Spanned<i64>>,
@@ -159,6 +165,32 @@ pub fn settings(
         "in (0, 100]",
     )?;
     s.factor = float(&r.factor, "factor", s.factor, |n| n > 1.0, "more than 1")?;
+    counts(r, table, &mut s)?;
+    let dur = |v: &Option<Spanned<String>>, key: &str, fallback: Duration, zero_ok: bool| {
+        v.as_ref().map_or(Ok(fallback), |x| {
+            match humantime::parse_duration(x.get_ref()) {
+                Ok(d) if zero_ok || !d.is_zero() => Ok(d),
+                Ok(_) => Err((
+                    x.span().start,
+                    format!("[sweep] {key} must be more than zero"),
+                )),
+                Err(e) => Err((
+                    x.span().start,
+                    format!("[sweep] bad {key} {:?}: {e}", x.get_ref()),
+                )),
+            }
+        })
+    };
+    compare_settings(r, table, &mut s)?;
+    s.step = dur(&r.step, "step", s.step, false)?;
+    s.settle = dur(&r.settle, "settle", s.settle, true)?;
+    s.probe = dur(&r.probe, "probe", s.probe, false)?;
+    Ok(s)
+}
+
+/// The whole-number settings (`max_steps`, `min_requests`, `bisect`,
+/// `repeats`, `votes`) into `s`.
+fn counts(r: &RawSweep, table: usize, s: &mut SweepSettings) -> Result<(), (usize, String)> {
     let count = |v: &Option<Spanned<i64>>, key: &str, fallback: u64, least: i64| {
         v.as_ref().map_or(Ok(fallback), |x| {
             let n = *x.get_ref();
@@ -196,26 +228,22 @@ pub fn settings(
         "repeats",
         &r.repeats,
     )?;
-    let dur = |v: &Option<Spanned<String>>, key: &str, fallback: Duration, zero_ok: bool| {
-        v.as_ref().map_or(Ok(fallback), |x| {
-            match humantime::parse_duration(x.get_ref()) {
-                Ok(d) if zero_ok || !d.is_zero() => Ok(d),
-                Ok(_) => Err((
-                    x.span().start,
-                    format!("[sweep] {key} must be more than zero"),
-                )),
-                Err(e) => Err((
-                    x.span().start,
-                    format!("[sweep] bad {key} {:?}: {e}", x.get_ref()),
-                )),
-            }
-        })
-    };
-    compare_settings(r, table, &mut s)?;
-    s.step = dur(&r.step, "step", s.step, false)?;
-    s.settle = dur(&r.settle, "settle", s.settle, true)?;
-    s.probe = dur(&r.probe, "probe", s.probe, false)?;
-    Ok(s)
+    s.votes = small(
+        count(&r.votes, "votes", s.votes.into(), 1)?,
+        "votes",
+        &r.votes,
+    )?;
+    if s.votes.is_multiple_of(2) {
+        let at = r.votes.as_ref().map_or(table, |x| x.span().start);
+        return Err((
+            at,
+            format!(
+                "[sweep] votes must be odd (so that two outcomes cannot tie), not {}",
+                s.votes
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `slo = "p99 <= 1ms"` or a list of them.

@@ -21,7 +21,9 @@ fn a_sweep_table_reads_with_its_defaults() {
         parse("[sweep]\nslo = \"p99.9 <= 10ms\"\nrates = [1000.0, 2000.0]\nrepeats = 2\n").unwrap();
     assert_eq!(s.slos[0].to_string(), "p99.9 <= 10ms");
     assert_eq!(s.rates, Some(vec![1000.0, 2000.0]));
-    assert_eq!((s.repeats, s.bisect, s.factor), (2, 4, 1.5));
+    assert_eq!((s.repeats, s.bisect, s.factor, s.votes), (2, 4, 1.5, 3));
+    let s = parse("[sweep]\nslo = \"p99 <= 1ms\"\nvotes = 1\n").unwrap();
+    assert_eq!(s.votes, 1);
 }
 
 #[test]
@@ -50,6 +52,14 @@ fn bad_sweep_values_name_the_file_and_line() {
         (
             "[sweep]\nslo = \"p99 <= 1ms\"\nrepeats = 0\n",
             "t.toml:4: [sweep] repeats must be at least 1",
+        ),
+        (
+            "[sweep]\nslo = \"p99 <= 1ms\"\nvotes = 0\n",
+            "t.toml:4: [sweep] votes must be at least 1",
+        ),
+        (
+            "[sweep]\nslo = \"p99 <= 1ms\"\nvotes = 4\n",
+            "t.toml:4: [sweep] votes must be odd",
         ),
         (
             "[sweep]\nslo = \"p99 <= 1ms\"\nstep = \"0s\"\n",

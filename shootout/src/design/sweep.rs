@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use analysis::sweep::{rules, Rules, Step};
+use analysis::sweep::{rules, Rules, Step, Verdict};
 use anyhow::bail;
 use serde::Serialize;
 
@@ -83,6 +83,8 @@ struct SweepIndex<'a> {
     /// Each target with the bounds its steps are judged by; a search step's
     /// entry names its target by index (`search-T-R`: target T, search R).
     targets: Vec<Rules>,
+    /// Most steps a rate takes to be decided by their majority.
+    votes: u32,
     threads: u32,
     steps: &'a [StepEntry],
 }
@@ -106,6 +108,7 @@ fn sweep_row(job: &Job, settings: &SweepSettings, facts: &mut RowFacts) -> anyho
             row: &s.name,
             label: &s.label,
             targets,
+            votes: settings.votes,
             threads: s.threads,
             steps: &entries,
         };
@@ -194,16 +197,30 @@ fn sweep_steps(runner: &mut Stepper, settings: &SweepSettings) -> anyhow::Result
             break;
         }
     }
+    // The bracket's ends measured again until their majority is settled,
+    // for every target (a step counts for each).
+    let votes = settings.votes;
+    let mut k = 0;
+    while let Some(rate) = targets.iter().find_map(|t| t.unsettled(&steps, votes)) {
+        k += 1;
+        steps.push(runner.step("sweep", &format!("vote-{k:02}"), rate)?);
+    }
     for (t, target) in targets.iter().enumerate() {
         let t = t + 1;
         if let analysis::sweep::Bracket::Between(low, high) = target.bracket(&steps) {
             for r in 1..=settings.repeats {
                 let mut k = 0;
                 rules::bisect(low, high, settings.bisect, |rate| {
-                    k += 1;
                     let phase = format!("search-{t}-{r}");
-                    let step = runner.step(&phase, &format!("{phase}-{k:02}"), rate)?;
-                    Ok(target.passes(&step))
+                    let mut at = Vec::new();
+                    loop {
+                        k += 1;
+                        at.push(runner.step(&phase, &format!("{phase}-{k:02}"), rate)?);
+                        let refs: Vec<&Step> = at.iter().collect();
+                        if target.settled(&refs, votes) {
+                            return Ok(target.verdict(&refs) == Verdict::Pass);
+                        }
+                    }
                 })?;
             }
         }
