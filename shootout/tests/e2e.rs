@@ -1166,8 +1166,9 @@ fn a_sweep_steps_through_its_rates_and_records_every_step() {
     rates.dedup();
     assert_eq!(rates, [200.0, 400.0], "{r}");
     // p50 <= 1 µs: every valid step fails (dev builds often wake the timer
-    // late at 200/s, so a step may be invalid). The first rate whose
-    // majority fails was measured again until two of three agreed; no
+    // late at 200/s, so a step may be invalid). The first rate with a
+    // valid step (so failing) was measured again until two of three
+    // failed or three steps ran; no
     // rate took more than three steps; each extra step is a vote log.
     let impossible = &lines[2];
     let judged = impossible["steps"].as_array().unwrap();
@@ -1178,7 +1179,7 @@ fn a_sweep_steps_through_its_rates_and_records_every_step() {
         assert!((1..=3).contains(&at.len()), "{impossible}");
         extra += at.len() - 1;
         let fails = at.iter().filter(|s| s["valid"] == true).count();
-        if 2 * fails > at.len() && !first_fail_seen {
+        if fails > 0 && !first_fail_seen {
             first_fail_seen = true;
             assert!(at.len() >= 2, "a failing rate not voted on: {impossible}");
         }

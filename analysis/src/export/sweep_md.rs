@@ -46,13 +46,13 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
     if votes > 1 {
         writeln!(
             out,
-            "Votes: a rate passes or fails by the majority of up to {votes} steps at it (a steps \
-             table can list a rate more than once). In the sweep, the first failing rate, any rate \
-             below it whose steps disagree, and the last passing rate below it were measured \
-             again until their majority was settled; each search step ran until its rate's \
-             majority was settled. A rate without a majority (or with only invalid steps) neither \
-             starts nor ends a bracket, and in a search counts as failing. The knee takes a \
-             rate's median p99 over its valid steps.\n"
+            "Votes: a rate passes or fails by the strict majority of its valid steps, up to \
+             {votes} steps at it (invalid steps take a place but no side; a steps table can list \
+             a rate more than once). In the sweep, the first failing rate, any rate below it whose \
+             valid steps disagree, and the last passing rate below it were measured again until \
+             no later step could change their majority; each search step ran until the same held \
+             at its rate. A rate without a majority neither starts nor ends a bracket, and in a \
+             search counts as failing. The knee takes a rate's median p99 over its valid steps.\n"
         )?;
     }
     for t in tables {

@@ -39,8 +39,9 @@ pub struct SweepRow {
     /// within the method's resolution, not better).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution_pct: Option<f64>,
-    /// Some search step was invalid (counted as failing): the max rate may
-    /// be the client's limit rather than the server's.
+    /// Some search rate had no valid majority and an invalid step (it
+    /// counted as failing): the max rate may be the client's limit rather
+    /// than the server's. With one vote: some search step was invalid.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub client_in_search: bool,
     /// Why no search ran: `"below"` (the lightest step already failed),
@@ -178,6 +179,10 @@ fn target_row(
     let mut phases: Vec<&String> = search.iter().map(|(p, _)| p).collect();
     phases.dedup();
     let mut rounds = 0;
+    // A search rate without a valid majority (the client could not drive
+    // it) counts as failing, so the search may have stopped short of the
+    // server's limit.
+    let mut client_in_search = false;
     for p in &phases {
         let mine: Vec<Step> = search
             .iter()
@@ -186,6 +191,9 @@ fn target_row(
             .collect();
         let points = super::points(&mine);
         rounds = rounds.max(points.len());
+        client_in_search |= points.iter().any(|(_, at)| {
+            rules.verdict(at) == super::Verdict::Neither && at.iter().any(|s| !rules.valid(s))
+        });
         if let Bracket::Between(low, _) = bracket {
             let best = points
                 .iter()
@@ -203,9 +211,6 @@ fn target_row(
         }
         _ => None,
     };
-    // A search step the client could not drive counts as failing, so a
-    // search that met one may have stopped short of the server's limit.
-    let client_in_search = search.iter().any(|(_, s)| !rules.valid(s));
     let (max_rate_at_slo, max_rate_ci95_pct) = match (rules::max_rate(&searches), bracket) {
         (Some((m, ci)), _) => (Some(m), ci),
         (None, Bracket::Between(low, _) | Bracket::Client(Some(low))) => (Some(low), None),

@@ -1,7 +1,9 @@
 //! Repeated steps at one rate (`votes`): a rate passes or fails by the
-//! majority of the steps measured at it, so that one stall of a few
+//! majority of the valid steps measured at it, so that one stall of a few
 //! milliseconds on a shared machine does not decide a bracket or a search
-//! step alone. With one vote a rate is its step.
+//! step alone. Invalid steps (the client was late or busy) say nothing
+//! about the server: they take a place among the `votes` but no side.
+//! With one vote a rate is its step.
 
 use serde::Serialize;
 
@@ -21,13 +23,13 @@ impl Rules {
     }
 
     /// A rate's verdict from the steps measured at it: what a strict
-    /// majority of them says, [`Verdict::Neither`] without one. One step:
-    /// its own outcome.
+    /// majority of its valid steps says, [`Verdict::Neither`] without one
+    /// (a tie, or no valid step). One step: its own outcome.
     pub fn verdict(&self, at: &[&Step]) -> Verdict {
         let (pass, fail) = self.counts(at);
-        if 2 * pass > at.len() {
+        if pass > fail {
             Verdict::Pass
-        } else if 2 * fail > at.len() {
+        } else if fail > pass {
             Verdict::Fail
         } else {
             Verdict::Neither
@@ -35,19 +37,14 @@ impl Rules {
     }
 
     /// Whether the verdict of the steps `at` one rate is final: `votes`
-    /// steps ran there, or one outcome has a majority of `votes` already,
-    /// or neither passing nor failing can reach one with the steps left.
-    /// A settled rate's [`Rules::verdict`] is the vote's result.
+    /// steps ran there, or passing or failing has a majority of `votes`
+    /// already (no later step can outvote it). A settled rate's
+    /// [`Rules::verdict`] is the vote's result.
     pub fn settled(&self, at: &[&Step], votes: u32) -> bool {
-        let n = at.len();
         let votes = votes.max(1) as usize;
-        if n >= votes {
-            return true;
-        }
         let need = votes / 2 + 1;
-        let left = votes - n;
         let (pass, fail) = self.counts(at);
-        pass >= need || fail >= need || (pass + left < need && fail + left < need)
+        at.len() >= votes || pass >= need || fail >= need
     }
 
     fn counts(&self, at: &[&Step]) -> (usize, usize) {
@@ -161,6 +158,9 @@ mod tests {
         assert_eq!(v(&[&f, &p, &p]), Verdict::Pass);
         assert_eq!(v(&[&f, &i, &f]), Verdict::Fail);
         assert_eq!(v(&[&p, &f, &i]), Verdict::Neither);
+        // Invalid steps take no side: one valid pass decides.
+        assert_eq!(v(&[&i, &p, &i]), Verdict::Pass);
+        assert_eq!(v(&[&i, &i]), Verdict::Neither);
     }
 
     #[test]
@@ -177,8 +177,9 @@ mod tests {
         assert!(s(&[&p, &p], 3));
         assert!(!s(&[&p, &f], 3));
         assert!(!s(&[&f, &i], 3));
-        // Two invalid steps of three: neither can reach two.
-        assert!(s(&[&i, &i], 3));
+        // Two invalid steps of three: the third decides.
+        assert!(!s(&[&i, &i], 3));
+        assert!(s(&[&i, &i, &f], 3));
         assert!(s(&[&p, &f, &i], 3));
         assert!(!s(&[&p, &p], 5));
         assert!(s(&[&p, &p, &p], 5));
@@ -227,16 +228,24 @@ mod tests {
         assert_eq!(r.unsettled(&steps, 3), None);
         // No failure at all: nothing to settle, not even the top pass.
         assert_eq!(r.unsettled(&steps[..1], 3), None);
-        // A lone failure met an invalid step on its vote: no majority and
-        // no failing rate left, but it may still fail, so it gets its
-        // third step (an end-to-end run found this).
+        // A failure met an invalid step on its vote: still failing (one
+        // valid step, which failed), not settled: a third step decides.
         let steps = vec![
             step(200.0, PASS, true),
             step(400.0, FAIL, false),
             step(400.0, FAIL, true),
         ];
-        assert_eq!(r.bracket(&steps), Bracket::Client(None));
+        assert_eq!(r.bracket(&steps), Bracket::Below);
         assert_eq!(r.unsettled(&steps, 3), Some(400.0));
+        // A failure outvoted to a tie (fail, pass, then invalid): settled
+        // with no majority, and no failing rate left: no bracket.
+        let mut tie = steps.clone();
+        tie[0] = step(200.0, PASS, false);
+        tie.push(step(400.0, PASS, false));
+        assert_eq!(r.bracket(&tie), Bracket::Client(Some(200.0)));
+        assert_eq!(r.unsettled(&tie, 3), None);
+        // The same tie with a step left (five votes) is measured again.
+        assert_eq!(r.unsettled(&tie, 5), Some(400.0));
         // An invalid rate between the last pass and a settled failure is
         // not repeated; the pass below it is.
         let steps = vec![
