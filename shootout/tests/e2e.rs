@@ -823,8 +823,36 @@ fn reruns_set_runs_side_by_side(run: &Path) {
         (Some(2), Some(2)),
         "{c}"
     );
+    assert_eq!(r["same_machine"], true, "{r}");
     let md = shootout(&["reruns", run, run]).output().unwrap();
     assert!(String::from_utf8_lossy(&md.stdout).contains("| Spread | Reproduced |"));
+
+    // The same run with another CPU in its meta.json: no row is judged.
+    let elsewhere = tempfile::tempdir_in(target_dir()).unwrap();
+    let copy = elsewhere.path().join("run");
+    let cp = Command::new("cp")
+        .args(["-r", run])
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let meta_path = copy.join("meta.json");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["cpu_model"] = "Another CPU".into();
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let out = shootout(&["reruns", run, copy.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["same_machine"], false, "{r}");
+    for t in r["targets"].as_array().unwrap() {
+        assert!(t["reproduced"].is_null(), "{t}");
+    }
+    let md = shootout(&["reruns", run, copy.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&md.stdout).contains("come from different machines"));
 
     let one = shootout(&["reruns", run]).output().unwrap();
     assert_eq!(one.status.code(), Some(2));

@@ -25,8 +25,47 @@ pub const REPRODUCED_PCT: f64 = 5.0;
 #[derive(Debug, Clone, Serialize)]
 pub struct Reruns {
     pub runs: Vec<String>,
+    /// Per run, the machine its `meta.json` names.
+    pub machines: Vec<Machine>,
+    /// Whether every run names the same CPU model, core count and kernel.
+    /// When they differ, no spread counts as reproduced or not: runs on
+    /// two machines say nothing about a rerun on one.
+    pub same_machine: bool,
     pub targets: Vec<TargetAcross>,
     pub comparisons: Vec<ComparisonAcross>,
+}
+
+/// What a run's `meta.json` says of its machine (absent fields stay
+/// `None`; a run without `meta.json` is an error, as for the analysis).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Machine {
+    pub cpu_model: Option<String>,
+    pub cores: Option<u64>,
+    pub kernel: Option<String>,
+}
+
+impl Machine {
+    fn read(dir: &Path) -> anyhow::Result<Machine> {
+        let path = dir.join("meta.json");
+        let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+        let meta: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
+        let text = |k: &str| meta.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+        Ok(Machine {
+            cpu_model: text("cpu_model"),
+            cores: meta.get("cores").and_then(|v| v.as_u64()),
+            kernel: text("kernel"),
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{}, {} cores, kernel {}",
+            self.cpu_model.as_deref().unwrap_or("CPU unknown"),
+            self.cores.map_or("?".into(), |c| c.to_string()),
+            self.kernel.as_deref().unwrap_or("?")
+        )
+    }
 }
 
 /// One row and target across runs.
@@ -93,14 +132,19 @@ pub fn reruns(dirs: &[PathBuf]) -> anyhow::Result<Reruns> {
     }
     let mut rows = Vec::new();
     let mut comps = Vec::new();
+    let mut machines = Vec::new();
     for dir in dirs {
         let (r, c) = sweeps_of(dir)?;
         rows.push(r);
         comps.push(c);
+        machines.push(Machine::read(dir)?);
     }
+    let same_machine = machines.windows(2).all(|w| w[0] == w[1]);
     Ok(Reruns {
         runs: dirs.iter().map(|d| name_of(d)).collect(),
-        targets: targets_across(&rows),
+        machines,
+        same_machine,
+        targets: targets_across(&rows, same_machine),
         comparisons: comparisons_across(&comps),
     })
 }
@@ -167,7 +211,7 @@ fn held_pairs(n: usize, holds: impl Fn(usize, usize) -> Option<bool>) -> (usize,
     (held, pairs)
 }
 
-fn targets_across(runs: &[Vec<SweepRow>]) -> Vec<TargetAcross> {
+fn targets_across(runs: &[Vec<SweepRow>], same_machine: bool) -> Vec<TargetAcross> {
     let mut out = Vec::new();
     for first in &runs[0] {
         let per: Vec<Option<MaxRate>> = runs
@@ -192,7 +236,9 @@ fn targets_across(runs: &[Vec<SweepRow>]) -> Vec<TargetAcross> {
             slo: first.slo.clone(),
             runs: per,
             spread_pct,
-            reproduced: spread_pct.map(|s| s <= REPRODUCED_PCT),
+            reproduced: spread_pct
+                .filter(|_| same_machine)
+                .map(|s| s <= REPRODUCED_PCT),
             held,
             pairs,
         });
@@ -276,10 +322,19 @@ fn ratio_cell(r: Option<&RatioCi>) -> String {
 
 /// The tables as markdown: max rates, then comparisons.
 pub fn to_markdown(r: &Reruns) -> String {
+    let runs: Vec<String> = r
+        .runs
+        .iter()
+        .zip(&r.machines)
+        .map(|(n, m)| format!("{n} ({})", m.describe()))
+        .collect();
     let mut s = format!(
         "Runs: {}.\n\nMax rate at the target in each run (95 % interval over that run's searches); spread = largest / smallest - 1; reproduced = spread within {REPRODUCED_PCT} %; held = ordered pairs of runs where one run's interval held the other's max rate; the closed-model 2xx/s (the row's probe) shows how much the machine itself moved between runs.\n\n",
-        r.runs.join(", ")
+        runs.join(", ")
     );
+    if !r.same_machine {
+        s += "These runs come from different machines (CPU model, cores or kernel differ): a spread between them is not a rerun's, and no row is called reproduced or not.\n\n";
+    }
     s += "| Configuration | Target |";
     for i in 1..=r.runs.len() {
         s += &format!(" Run {i} |");
