@@ -16,8 +16,10 @@ pub fn sections(out: &mut String, tables: &[SinkTable]) -> std::fmt::Result {
          file, which gives the lines it logs per request and the lines themselves; then, in \
          each run, a fresh sink of the row's kind took a writer that wrote those lines, one \
          write(2) each, as fast as the sink took them (pinned where the server runs; terminals \
-         and their display are not pinned, as for the rows). Drain = lines written / seconds, \
-         the mean over runs with a 95 % interval over runs (Student's t). Allows = drain ÷ \
+         and their display are not pinned, as for the rows). Drain = a run's lines written / its \
+         measured seconds (first write's start to last write's return), the mean of the runs' \
+         rates with a 95 % interval over runs (Student's t). Line bytes count the newline; MB \
+         = 10^6 bytes. Allows = drain ÷ \
          lines per request: the most requests per second a server logging into this sink can \
          answer, whatever its framework.\n"
     )?;

@@ -23,16 +23,20 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          because of the server, and that wait is in its latency; a saturated step has none) exceeds a fifth of the limit \
          (at least 200 µs) or loadgen was busier than 98 % of its threads. Max rate at the target: \
          each search bisects (geometric mean) between the sweep's last passing and first failing \
-         rate and keeps its highest passing rate (an invalid search step counts as failing); the \
+         rate and keeps its highest passing rate (a search rate where no valid step passed counts \
+         as failing; see Votes when a rate has several steps); the \
          figure is their mean with a 95 % interval over the searches (Student's t; the searches run \
          minutes apart on one stack, so this is not a promise about a rerun, and an interval \
          narrower than a search's resolution, the width of its last bracket, only says they \
          agree to within it). The bracket \
-         ends at the first valid step that fails, and starts at the last step that passed before \
-         it; invalid steps neither start nor end it. When no valid step failed but some were \
-         invalid, no search runs: the max rate is at least the highest passing rate, and this \
-         client cannot say more. Knee: the highest rate before the first valid step whose p99 exceeds twice \
-         the lightest valid step's (the highest valid rate when none does; validity depends on \
+         ends at the first rate that fails, and starts at the last rate below it that passed; \
+         invalid steps neither start nor end it. When no rate below the first failing one passed \
+         (the lighter rates were invalid, or none was measured), no search runs and the table \
+         says \"no rate passed below the first failing one\". When no valid step failed but some \
+         were invalid, no search runs: the max rate is at least the highest passing rate, and \
+         this client cannot say more. Knee: among the rates valid for the target, in rising \
+         order, the last one before the first whose p99 exceeds twice the lightest valid rate's \
+         (the highest valid rate when none does; validity depends on \
          the target, so a row's knee can differ between its lines). With several targets, the steps are shared (the sweep stops \
          when every target's stop rule holds), each target has its own searches, and a row has a \
          line per target.\n"
@@ -64,10 +68,10 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
                 (Some(m), Some("client")) => format!("at least {m:.0} (the client was the limit)"),
                 (None, Some("client")) => "the client was the limit".into(),
                 (Some(m), _) if r.client_in_search => {
-                    format!("{m:.0} (a search step was client-limited: may be the client's limit)")
+                    format!("{m:.0} (a search rate had invalid steps and no valid majority, and counted as failing: may be the client's limit)")
                 }
                 (Some(m), _) => format!("{m:.0}"),
-                (None, Some("below")) => "below the lightest step".into(),
+                (None, Some("below")) => "no rate passed below the first failing one".into(),
                 (None, _) => "above the heaviest step".into(),
             };
             let searches: Vec<String> = r.searches.iter().map(|s| format!("{s:.0}")).collect();
@@ -162,7 +166,7 @@ fn comparisons(out: &mut String, t: &SweepTable) -> std::fmt::Result {
         "Each row and the baseline at the same open-model rate, a share of the baseline's max \
          rate at the target. A block runs both, each in fresh processes, in an order planned \
          before the first block (AB and BA balanced); a block counts when both of its steps were \
-         valid. Ratio = row / baseline, exp(mean of the blocks' ln ratios); 95 % CI: Student's t \
+         valid, and a comparison with fewer than two such blocks shows n/a. Ratio = row / baseline, exp(mean of the blocks' ln ratios); 95 % CI: Student's t \
          over the blocks (blocks - 1 degrees of freedom). A ratio above 1 means the row's latency \
          (or CPU per request) is higher.\n"
     )?;

@@ -171,9 +171,9 @@ fn target_row(
     search: &[(String, Step)],
 ) -> SweepRow {
     // Each search's answer: its highest passing rate (by the majority of
-    // the steps at it), or the bracket's low end when none passed. An
-    // invalid search step counts as a failure (the answer is then a lower
-    // bound).
+    // the steps at it), or the bracket's low end when none passed. A
+    // search rate without a passing majority of valid steps counts as a
+    // failure (the answer is then a lower bound).
     let bracket = rules.bracket(steps);
     let mut searches = Vec::new();
     let mut phases: Vec<&String> = search.iter().map(|(p, _)| p).collect();

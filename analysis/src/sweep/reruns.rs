@@ -301,7 +301,7 @@ fn rate_cell(m: &Option<MaxRate>) -> String {
                 );
             }
             if m.client_in_search {
-                s += " (client-limited search step)";
+                s += " (a search rate without a valid majority)";
             }
             s
         }
@@ -309,7 +309,7 @@ fn rate_cell(m: &Option<MaxRate>) -> String {
             Some(p) => format!("at least {p:.0} (the client was the limit)"),
             None => "the client was the limit".into(),
         },
-        (None, Some("below")) => "below the lightest step".into(),
+        (None, Some("below")) => "no rate passed below the first failing one".into(),
         (None, Some("above")) => "above the heaviest step".into(),
         _ => "-".into(),
     }

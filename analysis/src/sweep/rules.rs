@@ -118,9 +118,9 @@ impl Rules {
     /// are that rate's votes, see [`Rules::verdict`]): below the first
     /// rate that fails, above the last rate that passed before it. Rates
     /// that say neither (invalid steps, or no majority) neither end nor
-    /// start a bracket (a search step that is invalid counts as failing,
-    /// so an invalid step inside a bracket lowers its answer, never raises
-    /// it).
+    /// start a bracket (in a search, a rate without a passing majority
+    /// counts as failing, so invalid steps inside a bracket lower its
+    /// answer, never raise it).
     pub fn bracket(&self, steps: &[Step]) -> Bracket {
         let verdicts: Vec<(f64, Verdict)> = points(steps)
             .iter()
