@@ -26,13 +26,20 @@ pub struct SinkRow {
     pub label: String,
     /// The server whose lines were written.
     pub server: String,
-    /// `none`, `file`, `pipe`, `terminal`, `xterm` or `alacritty`.
+    /// `none`, `file`, `pipe`, `terminal`, `xterm`, `alacritty` or
+    /// `ssh-terminal`.
     pub sink: String,
     pub log_level: String,
     /// The terminal emulator and its settings (emulator rows; absent in
     /// runs before it was recorded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub terminal: Option<String>,
+    /// ssh-terminal rows: the stand-in link's shaped rate, bits/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_rate_bps: Option<u64>,
+    /// Seconds each run wrote first, uncounted (0 in runs before it).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub settle_s: f64,
     /// Lines the server logged per answer during its sample load.
     pub lines_per_request: f64,
     /// Mean bytes of a written line (newline included).
@@ -56,6 +63,10 @@ struct Index {
     log_level: String,
     #[serde(default)]
     terminal: Option<String>,
+    #[serde(default)]
+    link_rate_bps: Option<u64>,
+    #[serde(default)]
+    settle_s: f64,
     sample_lines: u64,
     sample_requests: u64,
     runs: Vec<Run>,
@@ -130,7 +141,13 @@ fn row(ix: Index) -> anyhow::Result<SinkRow> {
         sink: ix.sink,
         log_level: ix.log_level,
         terminal: ix.terminal,
+        link_rate_bps: ix.link_rate_bps,
+        settle_s: ix.settle_s,
     })
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 #[cfg(test)]
@@ -148,6 +165,8 @@ mod tests {
             sink: "terminal".into(),
             log_level: "info".into(),
             terminal: None,
+            link_rate_bps: None,
+            settle_s: 0.0,
             sample_lines: 400,
             sample_requests: 200,
             runs: vec![
@@ -187,6 +206,8 @@ mod tests {
             sink: "file".into(),
             log_level: "info".into(),
             terminal: None,
+            link_rate_bps: None,
+            settle_s: 0.0,
             sample_lines: 0,
             sample_requests: 10,
             runs: vec![],

@@ -380,3 +380,147 @@ proxy_host = "proxy"
     }
     nothing_left(&hosts);
 }
+
+/// A sinks file whose rows log into an ssh terminal on the stand-in
+/// `server` (`rows` adds `[[scenario]]` tables; each run writes 300 ms
+/// uncounted, then `length`).
+fn ssh_sinks_file(dir: &Path, name: &str, length: &str, rows: &str) -> std::path::PathBuf {
+    let hosts_toml = std::fs::read_to_string(dir.join("hosts.toml")).unwrap();
+    let text = format!(
+        "title = \"ssh sinks\"\ndesign = \"sinks\"\n\n[sinks]\nruns = 2\nsettle = \"300ms\"\nlength = \"{length}\"\nsample = \"500ms\"\n\n{hosts_toml}\n[defaults]\nrequest = \"post\"\nconnections = 4\nworkers = 1\nfeatures = [\"log-stdout\"]\nlog = \"ssh-terminal\"\nssh_host = \"server\"\n\n{rows}"
+    );
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// xterm and Xvfb are installed (`shootout setup --all`).
+fn has_xterm() -> bool {
+    Command::new("sh")
+        .args(["-c", "command -v xterm && command -v Xvfb"])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+/// The stand-in's link carries no shaping left by the run.
+fn no_qdisc_left(hosts: &Hosts) {
+    let ns = format!("{}-server", hosts.prefix);
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns, "tc", "qdisc", "show"])
+        .output()
+        .unwrap();
+    let qdiscs = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{qdiscs}");
+    assert!(!qdiscs.contains("tbf"), "left shaped: {qdiscs}");
+}
+
+/// Nothing of an ssh-terminal run is left: no ssh client or writer (their
+/// command lines name the host's work directory), no Xvfb or xterm the
+/// run tagged, no row directory on the host, no qdisc.
+fn no_terminal_left(hosts: &Hosts, out: &Path) {
+    nothing_left(hosts);
+    no_qdisc_left(hosts);
+    // The ssh client's command line names the host's work directory, so
+    // `nothing_left` sees it too.
+    let left = support::leftovers(out);
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn an_ssh_terminal_sink_runs_through_ssh_and_a_shaped_link() {
+    let dir = scratch();
+    let hosts = Hosts::up(dir.path(), "server", 8);
+    let mut rows = String::from(
+        "[[scenario]]\nname = \"shaped\"\nserver = \"actix\"\nlink_rate = \"8mbit\"\n",
+    );
+    let xterm = has_xterm();
+    if xterm {
+        rows += "\n[[scenario]]\nname = \"xterm\"\nserver = \"ntex\"\nterminal = \"xterm\"\n";
+    } else {
+        eprintln!("ssh-terminal test: xterm row left out (xterm or Xvfb missing)");
+    }
+    let file = ssh_sinks_file(dir.path(), "ssh-sinks.toml", "1s", &rows);
+    let (run, meta) = run_to_end(&file, dir.path());
+    assert_eq!(meta["design"], "sinks");
+    let table = run.join("ssh-sinks");
+    let shaped: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(table.join("shaped.sinks.json")).unwrap()).unwrap();
+    assert_eq!(shaped["sink"], "ssh-terminal", "{shaped}");
+    assert_eq!(shaped["drawn"], "drained", "{shaped}");
+    assert_eq!(shaped["link_rate_bps"], 8_000_000, "{shaped}");
+    let path = shaped["terminal"].as_str().unwrap();
+    assert!(path.starts_with("ssh -tt to host server ("), "{path}");
+    assert!(path.contains("tbf rate 8000000 bit/s"), "{path}");
+    for r in shaped["runs"].as_array().unwrap() {
+        let (lines, bytes, secs) = (
+            r["lines"].as_f64().unwrap(),
+            r["bytes"].as_f64().unwrap(),
+            r["seconds"].as_f64().unwrap(),
+        );
+        assert!(lines > 0.0, "{r}");
+        assert_eq!(r["settle_s"], 0.3, "{r}");
+        // The shaper holds: no run took more than the link carries (1 MB/s
+        // at 8 Mbit/s, with room for tbf's burst and the writer's last
+        // write). A limit, not a speed: a slow machine only lowers it.
+        assert!(bytes / secs < 1.5e6, "{r}");
+    }
+    if xterm {
+        let x: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(table.join("xterm.sinks.json")).unwrap())
+                .unwrap();
+        let path = x["terminal"].as_str().unwrap();
+        assert!(
+            path.contains("link not shaped; drawn by xterm on Xvfb"),
+            "{path}"
+        );
+    }
+    let readme = std::fs::read_to_string(run.join("README.md")).unwrap();
+    assert!(readme.contains("| Drain lines/s |"), "{readme}");
+    no_terminal_left(&hosts, &dir.path().join("results"));
+}
+
+#[test]
+fn an_ssh_terminal_writer_killed_or_a_sigint_leaves_nothing() {
+    let dir = scratch();
+    let hosts = Hosts::up(dir.path(), "server", 9);
+    let row = "[[scenario]]\nname = \"shaped\"\nserver = \"actix\"\nlink_rate = \"8mbit\"\nterminal = \"xterm\"\n";
+    let xterm = has_xterm();
+    let row = if xterm {
+        row.to_string()
+    } else {
+        eprintln!("ssh-terminal test: drained instead of xterm (xterm or Xvfb missing)");
+        row.replace("terminal = \"xterm\"\n", "")
+    };
+    let file = ssh_sinks_file(dir.path(), "ssh-long.toml", "30s", &row);
+    let writer = dir.path().join("hosts/server/work/bin");
+    let writer = format!("{}.*sink-writer", writer.display());
+
+    // The writer dies on its host: the row fails, named, and the run
+    // takes everything down.
+    let mut child = shootout(&file, &dir.path().join("results"), &[]);
+    wait_for(&mut child, &writer);
+    std::thread::sleep(Duration::from_millis(500));
+    let killed = Command::new("pkill")
+        .args(["-9", "-f", &writer])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("the sink writer exited with"), "{all}");
+    no_terminal_left(&hosts, &dir.path().join("results"));
+
+    // SIGINT mid-drain: exit 130, nothing left.
+    let results = dir.path().join("results-int");
+    let mut child = shootout(&file, &results, &[]);
+    wait_for(&mut child, &writer);
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    no_terminal_left(&hosts, &results);
+}

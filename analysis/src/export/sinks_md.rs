@@ -37,14 +37,14 @@ pub fn sections(out: &mut String, tables: &[SinkTable]) -> std::fmt::Result {
             let runs: Vec<String> = r.runs.iter().map(|x| format!("{x:.0}")).collect();
             writeln!(
                 out,
-                "| {} | {} ({}) | {:.3} | {:.1} | {:.0} | {ci} | {:.1} | {:.0} | {} |",
+                "| {} | {} ({}) | {:.3} | {:.1} | {:.0} | {ci} | {} | {:.0} | {} |",
                 r.label,
                 r.sink,
                 r.log_level,
                 r.lines_per_request,
                 r.line_bytes,
                 r.drain_lines_per_s,
-                r.drain_bytes_per_s / 1e6,
+                mb(r.drain_bytes_per_s / 1e6),
                 r.max_rps,
                 runs.join(", ")
             )?;
@@ -58,6 +58,40 @@ pub fn sections(out: &mut String, tables: &[SinkTable]) -> std::fmt::Result {
         if t.rows.iter().any(|r| r.terminal.is_some()) {
             writeln!(out)?;
         }
+        if let Some(r) = t.rows.iter().find(|r| r.settle_s > 0.0) {
+            writeln!(
+                out,
+                "Each run wrote for {} s first, uncounted, so that the buffers between the writer and \
+                 what drains it (a pseudo-terminal, ssh's channel window, TCP) were full before \
+                 counting: until then a slow sink takes writes faster than it drains them.\n",
+                r.settle_s
+            )?;
+        }
     }
     Ok(())
+}
+
+/// MB/s with three significant digits below 10 (a slow sink's 0.12), one
+/// decimal above.
+fn mb(x: f64) -> String {
+    if x < 10.0 {
+        format!(
+            "{:.*}",
+            (2 - x.abs().log10().floor().max(-3.0) as i32).max(1) as usize,
+            x
+        )
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn slow_sinks_keep_three_digits() {
+        assert_eq!(super::mb(0.1237), "0.124");
+        assert_eq!(super::mb(1.3), "1.30");
+        assert_eq!(super::mb(52.44), "52.4");
+        assert_eq!(super::mb(922.3), "922.3");
+    }
 }

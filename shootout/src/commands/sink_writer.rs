@@ -1,9 +1,10 @@
-//! `shootout sink-writer LINES --for D --report PATH` (hidden): the writer
+//! `shootout sink-writer LINES --for D [--settle S] --report PATH` (hidden): the writer
 //! of the sinks design. It stands in for a server's logger: it writes the
 //! lines of LINES (a server's own log lines, sampled) to stdout over and
 //! over, one `write(2)` per line through Rust's line-buffered stdout (as
 //! env_logger does: it formats a record into a buffer and writes it with
-//! one call), for D, then writes what it wrote to PATH.
+//! one call), for S uncounted and then D, then writes what it wrote in D
+//! to PATH.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,6 +22,11 @@ pub(super) struct Args {
     /// How long to write.
     #[arg(long = "for", value_parser = humantime::parse_duration)]
     length: Duration,
+    /// Write this long first, uncounted: until the buffers between the
+    /// writer and what drains it (a pty, ssh's channel window, TCP) are
+    /// full, writes go faster than the sink drains.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    settle: Duration,
     /// Where to write the report (JSON: lines, bytes, seconds).
     #[arg(long)]
     report: PathBuf,
@@ -31,8 +37,11 @@ pub(super) struct Args {
 pub struct WriterReport {
     pub lines: u64,
     pub bytes: u64,
-    /// From the first write's start to the last write's return.
+    /// From the first counted write's start to the last write's return.
     pub seconds: f64,
+    /// Written first and not counted (`--settle`).
+    #[serde(default)]
+    pub settle_s: f64,
 }
 
 pub(super) fn run(a: Args) -> ExitCode {
@@ -58,15 +67,25 @@ fn write_lines(a: &Args) -> anyhow::Result<()> {
     }
     let mut out = std::io::stdout().lock();
     let (mut n, mut bytes) = (0u64, 0u64);
-    let start = Instant::now();
+    let begun = Instant::now();
+    let mut start = begun;
+    let mut settled = a.settle.is_zero();
     'outer: loop {
         for line in &lines {
             out.write_all(line.as_bytes())
                 .context("writing to the sink")?;
-            n += 1;
-            bytes += line.len() as u64;
-            if start.elapsed() >= a.length {
-                break 'outer;
+            if !settled && begun.elapsed() >= a.settle {
+                // Counting starts from this write's return.
+                settled = true;
+                start = Instant::now();
+                continue;
+            }
+            if settled {
+                n += 1;
+                bytes += line.len() as u64;
+                if start.elapsed() >= a.length {
+                    break 'outer;
+                }
             }
         }
     }
@@ -74,6 +93,7 @@ fn write_lines(a: &Args) -> anyhow::Result<()> {
         lines: n,
         bytes,
         seconds: start.elapsed().as_secs_f64(),
+        settle_s: a.settle.as_secs_f64(),
     };
     analysis::files::write_atomic(&a.report, &serde_json::to_vec(&report)?)
 }

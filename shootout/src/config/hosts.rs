@@ -17,6 +17,7 @@
 //! user = "bench"                     # default: root
 //! port = 22
 //! workdir = "/home/bench/shootout"   # absolute; binaries go to its bin/
+//! # netns = "shh-app"                # a stand-in only (scripts/netns-hosts): link_rate may shape it
 //! ```
 
 use std::collections::BTreeMap;
@@ -46,6 +47,9 @@ pub struct RemoteHost {
     pub port: u16,
     /// Where the runner puts binaries and temporary files on that host.
     pub workdir: String,
+    /// A stand-in host (`scripts/netns-hosts`): the network namespace of
+    /// this machine it lives in, so `link_rate` can shape its link.
+    pub netns: Option<String>,
 }
 
 /// `[ssh]`: the settings shared by every host.
@@ -98,6 +102,7 @@ struct RawHost {
     user: Option<String>,
     port: Option<Spanned<u16>>,
     workdir: Spanned<String>,
+    netns: Option<Spanned<String>>,
 }
 
 /// Reads the `[ssh]` and `[hosts.NAME]` tables of `path` (other tables are
@@ -230,6 +235,7 @@ pub fn parse_spanned(path: &Path, text: &str) -> Result<Option<Remote>, (usize, 
                 user: h.user.clone().unwrap_or_else(|| "root".into()),
                 port: h.port.as_ref().map_or(22, |p| *p.get_ref()),
                 workdir: workdir.trim_end_matches('/').to_string(),
+                netns: netns(name, h.netns.as_ref())?,
             },
         });
     }
@@ -321,6 +327,24 @@ pub fn row_hosts(
         proxy,
         load: loads,
     }))
+}
+
+/// `netns = "NAME"`: a namespace name as `ip netns` takes it.
+fn netns(host: &str, set: Option<&Spanned<String>>) -> Result<Option<String>, (usize, String)> {
+    let Some(sp) = set else { return Ok(None) };
+    let n = sp.get_ref();
+    if n.is_empty()
+        || n.len() > 64
+        || !n
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
+        return Err((
+            sp.span().start,
+            format!("host {host}: netns {n:?}: letters, digits, '-', '_' and '.' only"),
+        ));
+    }
+    Ok(Some(n.clone()))
 }
 
 #[cfg(test)]

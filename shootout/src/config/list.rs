@@ -36,10 +36,11 @@ impl ScenarioFile {
         if let Design::Sinks(k) = &self.design {
             writeln!(
                 out,
-                "  sinks: each row's log lines sampled over {} of load, then written into its sink alone, {} runs of {}",
+                "  sinks: each row's log lines sampled over {} of load, then written into its sink alone, {} runs of {} after {} uncounted",
                 humantime::format_duration(k.sample),
                 k.runs,
                 humantime::format_duration(k.length),
+                humantime::format_duration(k.settle),
             )?;
         }
         if let Design::Sweep(w) = &self.design {
@@ -79,7 +80,7 @@ impl ScenarioFile {
         for s in &self.scenarios {
             writeln!(
                 out,
-                "  {:<28} {:<45} {}{} log={:?} {} c={}{}{}{}{}",
+                "  {:<28} {:<45} {}{} log={} {} c={}{}{}{}{}",
                 s.name,
                 s.variant(),
                 match &s.hosts {
@@ -91,7 +92,7 @@ impl ScenarioFile {
                     (Some(p), None) => format!("+nginx:{p}"),
                     _ => String::new(),
                 },
-                s.log,
+                log_cell(s),
                 if matches!(self.design, Design::Memory(_)) {
                     "hold".to_string()
                 } else {
@@ -119,5 +120,19 @@ impl ScenarioFile {
             )?;
         }
         Ok(())
+    }
+}
+
+/// The row's log sink as `list` shows it.
+fn log_cell(s: &crate::config::scenario::Scenario) -> String {
+    match &s.ssh_terminal {
+        Some(t) => format!(
+            "ssh-terminal@{}:{:?}{}",
+            t.host,
+            t.terminal,
+            t.link_rate_bps
+                .map_or(String::new(), |b| format!(",{b}bit/s"))
+        ),
+        None => format!("{:?}", s.log),
     }
 }

@@ -9,6 +9,7 @@ pub mod scenario;
 pub mod sinks;
 #[cfg(test)]
 mod sinks_tests;
+pub mod ssh_terminal;
 pub mod sweep;
 #[cfg(test)]
 mod sweep_tests;

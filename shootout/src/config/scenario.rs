@@ -49,6 +49,34 @@ pub enum LogSink {
     Xterm,
     /// alacritty (OpenGL, software rendering) on a private Xvfb display.
     Alacritty,
+    /// The terminal of an ssh session (`ssh -tt` from this machine to
+    /// `ssh_host`): an sshd pseudo-terminal there, carried back over ssh
+    /// and drawn (or drained) here; see [`SshTerminal`].
+    #[serde(rename = "ssh-terminal")]
+    SshTerminal,
+}
+
+/// `log = "ssh-terminal"`: where the ssh session goes, what draws its
+/// output on this machine, and the link's rate when it is shaped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshTerminal {
+    /// The `[hosts.NAME]` whose sshd gives the writer (or server) its
+    /// terminal.
+    pub host: String,
+    pub terminal: Drawn,
+    /// `link_rate`: the stand-in host's link to this machine shaped to
+    /// this many bits per second (`tc qdisc tbf`).
+    pub link_rate_bps: Option<u64>,
+}
+
+/// What takes an ssh terminal's output on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Drawn {
+    /// A pseudo-terminal the runner drains, drawing nothing.
+    Drained,
+    Xterm,
+    Alacritty,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -224,6 +252,8 @@ pub struct Scenario {
     pub against: Option<String>,
     /// Slow clients beside the load (`slow_clients`, `slow_every`).
     pub slow: Option<SlowClients>,
+    /// Set when `log = "ssh-terminal"`.
+    pub ssh_terminal: Option<SshTerminal>,
 }
 
 /// Slow clients that run beside a paired row's load against its server

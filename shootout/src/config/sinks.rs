@@ -15,6 +15,9 @@ pub struct SinksSettings {
     pub runs: u32,
     /// How long the writer writes in each run.
     pub length: Duration,
+    /// How long it writes first, uncounted, in each run (buffers fill:
+    /// an ssh terminal's hold megabytes; see `shootout sink-writer`).
+    pub settle: Duration,
     /// How long the row's server is loaded (closed model, its own
     /// connections) to sample the lines it logs per request.
     pub sample: Duration,
@@ -25,6 +28,7 @@ impl Default for SinksSettings {
         SinksSettings {
             runs: 5,
             length: Duration::from_secs(2),
+            settle: Duration::ZERO,
             sample: Duration::from_secs(1),
         }
     }
@@ -36,6 +40,7 @@ impl Default for SinksSettings {
 pub struct RawSinks {
     runs: Option<Spanned<i64>>,
     length: Option<Spanned<String>>,
+    settle: Option<Spanned<String>>,
     sample: Option<Spanned<String>>,
 }
 
@@ -58,8 +63,12 @@ pub fn settings(raw: Option<&Spanned<RawSinks>>) -> Result<SinksSettings, (usize
     }
     let dur = |v: &Option<Spanned<String>>, key: &str, fallback: Duration| {
         v.as_ref().map_or(Ok(fallback), |x| {
+            let zero_ok = key == "settle";
             match humantime::parse_duration(x.get_ref()) {
-                Ok(d) if !d.is_zero() && d <= Duration::from_secs(600) => Ok(d),
+                Ok(d) if (zero_ok || !d.is_zero()) && d <= Duration::from_secs(600) => Ok(d),
+                Ok(_) if zero_ok => {
+                    Err((x.span().start, format!("[sinks] {key} must be at most 10m")))
+                }
                 Ok(_) => Err((
                     x.span().start,
                     format!("[sinks] {key} must be more than zero and at most 10m"),
@@ -72,6 +81,7 @@ pub fn settings(raw: Option<&Spanned<RawSinks>>) -> Result<SinksSettings, (usize
         })
     };
     s.length = dur(&r.length, "length", s.length)?;
+    s.settle = dur(&r.settle, "settle", s.settle)?;
     s.sample = dur(&r.sample, "sample", s.sample)?;
     Ok(s)
 }

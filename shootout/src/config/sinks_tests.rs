@@ -73,3 +73,80 @@ fn bad_sinks_files_name_the_file_and_line() {
         assert!(e.starts_with(want), "{e:?} should start with {want:?}");
     }
 }
+
+/// `[ssh]` and a stand-in `[hosts.server]` (lines 1-9), for ssh-terminal
+/// rows; `netns` only when `standin`.
+fn hosts(standin: bool) -> String {
+    format!(
+        "[ssh]\nknown_hosts = \"/dev/null\"\n\n[hosts.server]\naddress = \"10.0.0.1\"\nrole = \"server\"\nworkdir = \"/tmp/w\"\n{}\n",
+        if standin { "netns = \"shh-server\"" } else { "" }
+    )
+}
+
+const SSH_ROW: &str = "[[scenario]]\nname = \"s\"\nserver = \"actix\"\nfeatures = [\"log-stdout\"]\nlog = \"ssh-terminal\"\n";
+
+#[test]
+fn an_ssh_terminal_row_reads_its_host_terminal_and_link_rate() {
+    let text = format!(
+        "design = \"sinks\"\n[sinks]\nsettle = \"5s\"\n{}\n{SSH_ROW}ssh_host = \"server\"\nterminal = \"xterm\"\nlink_rate = \"1.5mbit\"\n",
+        hosts(true)
+    );
+    let f = crate::config::parse::parse(std::path::Path::new("t.toml"), &text).unwrap();
+    let Design::Sinks(k) = &f.design else {
+        panic!("{:?}", f.design)
+    };
+    assert_eq!(k.settle, Duration::from_secs(5));
+    let t = f.scenarios[0].ssh_terminal.clone().unwrap();
+    assert_eq!(t.host, "server");
+    assert_eq!(t.terminal, crate::config::scenario::Drawn::Xterm);
+    assert_eq!(t.link_rate_bps, Some(1_500_000));
+}
+
+#[test]
+fn bad_ssh_terminal_rows_name_the_file_and_line() {
+    let head = |standin: bool| format!("design = \"sinks\"\n{}", hosts(standin));
+    // The row's first line is line 11 of these files.
+    for (head, extra, want) in [
+        (
+            head(true),
+            "",
+            "t.toml:12: log = \"ssh-terminal\" needs ssh_host",
+        ),
+        (
+            head(true),
+            "ssh_host = \"elsewhere\"\n",
+            "t.toml:16: ssh_host: no [hosts.elsewhere]",
+        ),
+        (
+            head(false),
+            "ssh_host = \"server\"\nlink_rate = \"1mbit\"\n",
+            "t.toml:17: link_rate shapes a stand-in host's link, and host server has no netns",
+        ),
+        (
+            head(true),
+            "ssh_host = \"server\"\nlink_rate = \"fast\"\n",
+            "t.toml:17: link_rate \"fast\": a number and bit, kbit, mbit or gbit",
+        ),
+        (
+            head(true),
+            "ssh_host = \"server\"\nterminal = \"kitty\"\n",
+            "t.toml:17: terminal \"kitty\": use \"drained\", \"xterm\" or \"alacritty\"",
+        ),
+        (
+            head(true).replace("design = \"sinks\"\n", ""),
+            "ssh_host = \"server\"\n",
+            "t.toml:11: row \"s\": log = \"ssh-terminal\" is measured by design = \"sinks\" only",
+        ),
+    ] {
+        let row = format!("{SSH_ROW}{extra}");
+        let e = parse(&head, &row).unwrap_err();
+        assert!(e.starts_with(want), "{e:?} should start with {want:?}");
+    }
+    // The ssh keys without an ssh terminal.
+    let row = "[[scenario]]\nname = \"a\"\nserver = \"actix\"\nfeatures = [\"log-stdout\"]\nlog = \"terminal\"\nlink_rate = \"1mbit\"\n";
+    let e = parse(&head(true), row).unwrap_err();
+    assert!(
+        e.starts_with("t.toml:16: link_rate is for log = \"ssh-terminal\""),
+        "{e}"
+    );
+}

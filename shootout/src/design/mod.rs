@@ -210,7 +210,11 @@ fn run_in(
     // Remote rows: every host of the file connected and checked once, before
     // any row runs; a host that fails stops the run here, named.
     let hosts = match &file.remote {
-        Some(r) if scenarios.iter().any(|s| s.hosts.is_some()) => {
+        Some(r)
+            if scenarios
+                .iter()
+                .any(|s| s.hosts.is_some() || s.ssh_terminal.is_some()) =>
+        {
             Hosts::with_remote(connect::connect(r, &loadgen)?)
         }
         _ => Hosts::here(),

@@ -9,8 +9,12 @@
 //! 2. **Drain.** `runs` times, a fresh sink of the row's kind (`log`:
 //!    file, pipe, our drained pty, xterm or alacritty on a private Xvfb,
 //!    or /dev/null) takes the writer (`shootout sink-writer`, pinned where
-//!    the server would be) writing those lines for `length`, one
-//!    `write(2)` each, as fast as the sink takes them.
+//!    the server would be) writing those lines for `length` (after
+//!    `settle`, uncounted), one `write(2)` each, as fast as the sink takes
+//!    them. An ssh-terminal row's writer runs on its `ssh_host` through
+//!    `ssh -tt` (`crate::place::ssh_terminal`), its link shaped while the
+//!    row runs when `link_rate` is set, and the sink here takes ssh's
+//!    output (a drained pty, xterm or alacritty).
 //!
 //! `ROW.sinks.json` records the sample and each run's lines, bytes and
 //! seconds; the analysis gives lines/s with an interval over runs.
@@ -24,12 +28,13 @@ use serde::Serialize;
 
 use super::sweep::{on_fresh_stack, verify};
 use crate::commands::sink_writer::WriterReport;
-use crate::config::scenario::{LogSink, Scenario};
+use crate::config::scenario::{Drawn, LogSink, Scenario};
 use crate::config::sinks::SinksSettings;
 use crate::design::{each, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
 use crate::measure::wait::{self, Limits, Waited};
 use crate::place::procs::Proc;
+use crate::place::ssh_terminal::{Shaped, SshEnd};
 use crate::record::meta::Meta;
 use crate::record::row::{RowFacts, RowRecord};
 use crate::stack::emulator::{self, Emulator};
@@ -88,9 +93,18 @@ struct SinkIndex<'a> {
     sample_requests: u64,
     /// `ROW.lines.txt`, the lines the writer cycled through.
     lines_file: String,
-    /// The terminal emulator and its settings (emulator rows).
+    /// The terminal emulator and its settings (emulator rows), and the ssh
+    /// path (ssh-terminal rows).
     terminal: Option<String>,
+    /// ssh-terminal rows: what draws the session here, and the shaped
+    /// link's rate (bits/s) when `link_rate` is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    drawn: Option<Drawn>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    link_rate_bps: Option<u64>,
     length_s: f64,
+    /// Written first in each run and not counted.
+    settle_s: f64,
     runs: &'a [WriterReport],
 }
 
@@ -107,13 +121,17 @@ fn sink_row(job: &Job, settings: &SinksSettings, facts: &mut RowFacts) -> anyhow
         s.name,
         lines.len()
     );
+    let far = match &s.ssh_terminal {
+        Some(t) => Some(Far::open(job, t, &lines_path)?),
+        None => None,
+    };
     let mut runs = Vec::new();
     let mut terminal = None;
     for k in 1..=settings.runs {
         if run.stopping() {
             return Err(Interrupted.into());
         }
-        let (r, term) = drain_once(job, &lines_path, settings.length, k)?;
+        let (r, term) = drain_once(job, &lines_path, settings, k, far.as_ref())?;
         terminal = terminal.or(term);
         eprintln!(
             "  {} drain {k}: {:.0} lines/s",
@@ -131,8 +149,14 @@ fn sink_row(job: &Job, settings: &SinksSettings, facts: &mut RowFacts) -> anyhow
         sample_lines: lines.len() as u64,
         sample_requests: requests,
         lines_file,
-        terminal,
+        terminal: match &far {
+            Some(f) => Some(f.describe(terminal.as_deref())),
+            None => terminal,
+        },
+        drawn: s.ssh_terminal.as_ref().map(|t| t.terminal),
+        link_rate_bps: s.ssh_terminal.as_ref().and_then(|t| t.link_rate_bps),
         length_s: settings.length.as_secs_f64(),
+        settle_s: settings.settle.as_secs_f64(),
         runs: &runs,
     };
     let path = run.table_dir.join(format!("{}.sinks.json", s.name));
@@ -221,36 +245,119 @@ fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
+/// The far end of an ssh-terminal row, open for all its drain runs: the
+/// private directory on the host with the lines and the writer in it, and
+/// the shaped link (unshaped when this drops).
+struct Far {
+    end: SshEnd,
+    exe: String,
+    lines: String,
+    shaped: Option<Shaped>,
+}
+
+impl Far {
+    fn open(
+        job: &Job,
+        t: &crate::config::scenario::SshTerminal,
+        lines: &Path,
+    ) -> anyhow::Result<Far> {
+        let end = job.run.hosts.ssh_end(&t.host)?;
+        let exe = std::env::current_exe().context("finding shootout's own binary")?;
+        let exe = end.place_binary(&exe)?;
+        let text = std::fs::read(lines).with_context(|| format!("reading {}", lines.display()))?;
+        let lines = end.put("lines.txt", &text)?;
+        let shaped = match t.link_rate_bps {
+            None => None,
+            Some(bps) => {
+                let ns = end
+                    .netns()
+                    .with_context(|| format!("host {} has no netns to shape", t.host))?;
+                Some(Shaped::apply(ns, bps)?)
+            }
+        };
+        Ok(Far {
+            end,
+            exe,
+            lines,
+            shaped,
+        })
+    }
+
+    /// The path, then what drew it (`drawn`: the emulator's description).
+    fn describe(&self, drawn: Option<&str>) -> String {
+        let link = self
+            .shaped
+            .as_ref()
+            .map_or("link not shaped".to_string(), |s| s.describe.clone());
+        format!(
+            "{}; {link}; drawn by {}",
+            self.end.describe(),
+            drawn.unwrap_or("a pseudo-terminal the runner drains (nothing drawn)")
+        )
+    }
+}
+
 /// One drain run: a fresh sink of the row's kind, the writer in it for
-/// `length`; what the writer wrote, and the emulator's description.
+/// `length` (after `settle`, uncounted); what the writer wrote, and the
+/// emulator's description. With `far`, the writer runs on the far host
+/// through `ssh -tt`, and the sink takes ssh's output here.
 fn drain_once(
     job: &Job,
     lines: &Path,
-    length: Duration,
+    settings: &SinksSettings,
     k: u32,
+    far: Option<&Far>,
 ) -> anyhow::Result<(WriterReport, Option<String>)> {
     let s = job.scenario;
     let dir = job.tmp.join(format!("drain-{k:02}"));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let report = dir.join("report.json");
-    let exe = std::env::current_exe().context("finding shootout's own binary")?;
-    let mut argv = load::taskset(&s.server_cpus);
-    argv.extend([
-        exe.display().to_string(),
-        "sink-writer".into(),
-        lines.display().to_string(),
-        "--for".into(),
-        humantime::format_duration(length).to_string(),
-        "--report".into(),
-        report.display().to_string(),
-    ]);
-    let deadline = length + Duration::from_secs(30);
+    let far_report = format!("report-{k:02}.json");
+    let writer = |exe: String, lines: String, report: String| {
+        let mut argv = load::taskset(&s.server_cpus);
+        argv.extend([
+            exe,
+            "sink-writer".into(),
+            lines,
+            "--for".into(),
+            humantime::format_duration(settings.length).to_string(),
+            "--settle".into(),
+            humantime::format_duration(settings.settle).to_string(),
+            "--report".into(),
+            report,
+        ]);
+        argv
+    };
+    let (argv, kind) = match far {
+        Some(f) => {
+            let remote = writer(f.exe.clone(), f.lines.clone(), far_report.clone());
+            let t = s.ssh_terminal.as_ref().context("an ssh-terminal row")?;
+            let kind = match t.terminal {
+                Drawn::Drained => LogSink::Terminal,
+                Drawn::Xterm => LogSink::Xterm,
+                Drawn::Alacritty => LogSink::Alacritty,
+            };
+            (f.end.terminal_argv(&remote), kind)
+        }
+        None => {
+            let exe = std::env::current_exe().context("finding shootout's own binary")?;
+            let local = writer(
+                exe.display().to_string(),
+                lines.display().to_string(),
+                report.display().to_string(),
+            );
+            (local, s.log)
+        }
+    };
+    // An ssh terminal drains what its buffers hold (a megabyte or more) after
+    // the writer ends: at 1 Mbit/s, some 10 s.
+    let deadline = settings.settle + settings.length + Duration::from_secs(60);
     let stopping = || job.run.stopping();
     let stderr = dir.join("server.stderr");
     let mut terminal = None;
-    let status = match s.log {
+    let status = match kind {
         LogSink::Xterm | LogSink::Alacritty => {
-            let kind = if s.log == LogSink::Xterm {
+            let kind = if kind == LogSink::Xterm {
                 emulator::Kind::Xterm
             } else {
                 emulator::Kind::Alacritty
@@ -294,7 +401,10 @@ fn drain_once(
             last_line(&stderr)
         );
     }
-    let text = std::fs::read(&report).with_context(|| format!("reading {}", report.display()))?;
+    let text = match far {
+        Some(f) => f.end.read(&far_report)?,
+        None => std::fs::read(&report).with_context(|| format!("reading {}", report.display()))?,
+    };
     Ok((serde_json::from_slice(&text)?, terminal))
 }
 

@@ -12,3 +12,4 @@ pub mod procs;
 pub mod remote;
 pub mod running;
 pub mod ssh;
+pub mod ssh_terminal;

@@ -19,7 +19,8 @@ pub struct Netns {
     pub netem: Option<String>,
 }
 
-fn ip(args: &[&str]) -> anyhow::Result<()> {
+/// Runs `ip ARGS`; an error with its stderr when it fails.
+pub(crate) fn ip(args: &[&str]) -> anyhow::Result<()> {
     let out = Command::new("ip")
         .args(args)
         .stdin(Stdio::null())

@@ -37,6 +37,14 @@ impl Hosts {
         })
     }
 
+    /// The session to remote host `name` (connected when a row named it).
+    pub fn session(&self, name: &str) -> anyhow::Result<&crate::place::ssh::Session> {
+        match &self.remote {
+            Some(r) => r.session(name),
+            None => anyhow::bail!("no session to host {name}: no row asked for remote hosts"),
+        }
+    }
+
     /// The hosts row `s` asks for; `index` keeps the namespaces of stacks
     /// that run at the same time apart.
     pub fn place(&self, s: &Scenario, index: usize) -> anyhow::Result<Placement> {

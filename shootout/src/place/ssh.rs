@@ -147,6 +147,20 @@ impl Session {
         cmd
     }
 
+    /// `ssh -tt … HOST -- script` as an argument vector: the script gets
+    /// a pseudo-terminal on the host (sshd's) even when this side's stdin
+    /// is none, and its output comes back on ssh's stdout. Through the
+    /// master connection, like every other command of the session.
+    pub fn terminal_argv(&self, script: &str) -> Vec<String> {
+        let mut v = vec!["ssh".to_string()];
+        v.extend(self.options());
+        v.push("-tt".into());
+        v.push(self.destination());
+        v.push("--".into());
+        v.push(script.into());
+        v
+    }
+
     /// Runs `script` with `sh` on the host; its stdout, or an error naming
     /// the host with the tail of its stderr.
     pub fn run(&self, script: &str) -> anyhow::Result<String> {

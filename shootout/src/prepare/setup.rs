@@ -151,6 +151,15 @@ pub fn needs_of<'a>(rows: impl IntoIterator<Item = &'a Scenario>) -> Vec<Need> {
             crate::config::scenario::LogSink::Alacritty => needs.extend([XVFB, ALACRITTY]),
             _ => {}
         }
+        if let Some(t) = &s.ssh_terminal {
+            use crate::config::scenario::Drawn;
+            needs.push(SSH);
+            match t.terminal {
+                Drawn::Xterm => needs.extend([XVFB, XTERM, FIXED_FONT]),
+                Drawn::Alacritty => needs.extend([XVFB, ALACRITTY]),
+                Drawn::Drained => {}
+            }
+        }
     }
     let order = all();
     needs.sort_by_key(|n| order.iter().position(|o| o == n));

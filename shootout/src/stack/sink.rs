@@ -26,8 +26,11 @@ impl Sink {
     pub fn new(kind: LogSink, file: &Path) -> anyhow::Result<Sink> {
         let bytes = Arc::new(AtomicU64::new(0));
         let (stdio, reader) = match kind {
-            // The emulator is the server's terminal (see `crate::stack::emulator`).
-            LogSink::None | LogSink::Xterm | LogSink::Alacritty => (Stdio::null(), None),
+            // The emulator is the server's terminal (see `crate::stack::emulator`);
+            // an ssh terminal is the sinks design's own (the parser keeps it there).
+            LogSink::None | LogSink::Xterm | LogSink::Alacritty | LogSink::SshTerminal => {
+                (Stdio::null(), None)
+            }
             LogSink::File => {
                 let f =
                     File::create(file).with_context(|| format!("creating {}", file.display()))?;

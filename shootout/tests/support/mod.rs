@@ -57,6 +57,7 @@ impl Hosts {
                 .join("work")
                 .display()
                 .to_string(),
+            netns: Some(format!("{}-{name}", self.prefix)),
         }
     }
 

@@ -1,0 +1,156 @@
+//! The far end of `log = "ssh-terminal"`: a command run through `ssh -tt`
+//! on a remote host, so its stdout is an sshd pseudo-terminal there and
+//! its output comes back over ssh to whatever draws it here; and
+//! `link_rate`, a stand-in host's link to this machine shaped with tc's
+//! token bucket (`tbf`; this kernel has no netem, so a rate and no added
+//! latency).
+
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context};
+
+use crate::place::host::{Host, HostDir};
+use crate::place::placement::Hosts;
+use crate::place::ssh::{quote, Session};
+
+/// A private directory on a remote host and the session to it.
+pub struct SshEnd {
+    session: Session,
+    dir: HostDir,
+}
+
+impl Hosts {
+    /// The far end on `host` (a `[hosts.NAME]` of the file), with a fresh
+    /// private directory there (removed on drop).
+    pub fn ssh_end(&self, host: &str) -> anyhow::Result<SshEnd> {
+        let session = self.session(host)?.handle();
+        let dir = Host::Remote(session.handle()).private_dir(std::path::Path::new(""))?;
+        Ok(SshEnd { session, dir })
+    }
+}
+
+impl SshEnd {
+    /// Writes `bytes` to `name` in the private directory; its path there.
+    pub fn put(&self, name: &str, bytes: &[u8]) -> anyhow::Result<String> {
+        let path = format!("{}/{name}", self.dir.path);
+        self.session.write_file(&path, bytes)?;
+        Ok(path)
+    }
+
+    /// Where `local` (a binary built here) is on the host (uploaded by
+    /// content hash).
+    pub fn place_binary(&self, local: &std::path::Path) -> anyhow::Result<String> {
+        Ok(self.session.upload(local)?.0)
+    }
+
+    /// `argv` (as the host runs it, in the private directory) as this
+    /// machine spawns it: `ssh -tt HOST -- 'cd DIR && exec ARGV'`.
+    pub fn terminal_argv(&self, argv: &[String]) -> Vec<String> {
+        let line: Vec<String> = argv.iter().map(|a| quote(a)).collect();
+        let script = format!("cd {} && exec {}", quote(&self.dir.path), line.join(" "));
+        self.session.terminal_argv(&script)
+    }
+
+    /// The file `name` of the private directory.
+    pub fn read(&self, name: &str) -> anyhow::Result<Vec<u8>> {
+        let path = format!("{}/{name}", self.dir.path);
+        Ok(self
+            .session
+            .run(&format!("cat {}", quote(&path)))?
+            .into_bytes())
+    }
+
+    /// "ssh -tt to host NAME (root@10.88.0.1:2201)".
+    pub fn describe(&self) -> String {
+        let h = &self.session.host;
+        format!(
+            "ssh -tt to host {} ({}@{}:{})",
+            h.name, h.user, h.address, h.port
+        )
+    }
+
+    /// The stand-in's namespace, if the host is one.
+    pub fn netns(&self) -> Option<&str> {
+        self.session.host.netns.as_deref()
+    }
+}
+
+/// A stand-in host's link shaped to a rate; the qdisc is removed on drop.
+pub struct Shaped {
+    netns: String,
+    dev: String,
+    /// What was applied, for the record.
+    pub describe: String,
+}
+
+impl Shaped {
+    /// Shapes what namespace `netns` sends on its one link (to this
+    /// machine's bridge) to `bps` bits per second.
+    pub fn apply(netns: &str, bps: u64) -> anyhow::Result<Shaped> {
+        let dev = only_link(netns)?;
+        // A burst of 10 ms at the rate, at least eight full frames: tbf
+        // needs more than one MTU, and more than the rate per timer tick.
+        let burst = (bps / 8 / 100).max(8 * 1514);
+        let args = [
+            "qdisc".to_string(),
+            "replace".into(),
+            "dev".into(),
+            dev.clone(),
+            "root".into(),
+            "tbf".into(),
+            "rate".into(),
+            format!("{bps}bit"),
+            "burst".into(),
+            burst.to_string(),
+            "latency".into(),
+            "100ms".into(),
+        ];
+        tc(netns, &args)?;
+        Ok(Shaped {
+            netns: netns.into(),
+            describe: format!(
+                "tc tbf rate {bps} bit/s, burst {burst} B, latency 100ms on {dev} in namespace {netns}"
+            ),
+            dev,
+        })
+    }
+}
+
+impl Drop for Shaped {
+    fn drop(&mut self) {
+        let args = ["qdisc", "del", "dev", &self.dev, "root"].map(String::from);
+        let _ = tc(&self.netns, &args);
+    }
+}
+
+fn tc(netns: &str, args: &[String]) -> anyhow::Result<()> {
+    let mut all = vec!["netns", "exec", netns, "tc"];
+    all.extend(args.iter().map(String::as_str));
+    crate::place::netns::ip(&all)
+}
+
+/// The one link of `netns` besides `lo` (a stand-in has exactly one).
+fn only_link(netns: &str) -> anyhow::Result<String> {
+    let out = Command::new("ip")
+        .args(["-n", netns, "-o", "link", "show"])
+        .stdin(Stdio::null())
+        .output()
+        .context("running ip (install iproute2)")?;
+    if !out.status.success() {
+        bail!(
+            "namespace {netns}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let links: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1))
+        .map(|n| n.split('@').next().unwrap_or(n).to_string())
+        .filter(|n| n != "lo")
+        .collect();
+    match links.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => bail!("namespace {netns}: expected one link besides lo, found {links:?}"),
+    }
+}
