@@ -94,7 +94,11 @@ impl RowRecord {
             variant: s.variant(),
             topology,
             proxy: s.proxy.clone(),
-            log: format!("{:?}", s.log).to_lowercase(),
+            // The name the scenario file uses ("ssh-terminal", "file"...).
+            log: serde_json::to_value(s.log)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
             server_cpus: s.server_cpus.clone(),
             loadgen_cpus: s.loadgen_cpus.clone(),
             startup_line,

@@ -199,6 +199,34 @@ pub fn leftovers(out: &Path) -> Vec<String> {
     found
 }
 
+/// Processes still alive that name `dir` on their command line or carry
+/// a `SHOOTOUT_TAG` under it (Xvfb and terminals), sshd aside: what one
+/// test left, where [`leftovers`] would also see other tests' loadgens.
+pub fn left_under(dir: &Path) -> Vec<String> {
+    let dir = dir.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_none()
+        {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+        let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let tagged = String::from_utf8_lossy(&env).contains(&format!("SHOOTOUT_TAG={dir}"));
+        if (cmd.contains(&dir) || tagged) && !cmd.contains("sshd") {
+            found.push(cmd);
+        }
+    }
+    found
+}
+
 pub fn namespaces_of(pid: u32) -> Vec<String> {
     let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&out.stdout)
