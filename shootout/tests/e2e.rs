@@ -1297,7 +1297,19 @@ fn sinks_drain_the_servers_own_lines_and_leave_nothing() {
     let stdout = run_ok(&["run", file.to_str().unwrap()], out.path());
     assert!(stdout.contains("pty: sink measured"), "{stdout}");
     let run = run_dir(out.path());
-    assert_eq!(meta(out.path())["design"], "sinks");
+    let m = meta(out.path());
+    assert_eq!(m["design"], "sinks");
+    // The sample's server and loadgen usage is recorded, not left at zero.
+    for row in m["rows"].as_array().unwrap() {
+        assert!(
+            row["server"]["cpu_seconds"].as_f64().unwrap() > 0.0,
+            "{row}"
+        );
+        assert!(
+            row["loadgen"]["cpu_seconds"].as_f64().unwrap() > 0.0,
+            "{row}"
+        );
+    }
     let table = run.join("sinks");
     // The lines are the server's own: actix's access log names the request.
     let lines = std::fs::read_to_string(table.join("file.lines.txt")).unwrap();

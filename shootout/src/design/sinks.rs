@@ -34,11 +34,13 @@ use crate::design::{each, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
 use crate::measure::wait::{self, Limits, Waited};
 use crate::place::procs::Proc;
+use crate::place::running::Running;
 use crate::place::ssh_terminal::{Shaped, SshEnd};
 use crate::record::meta::Meta;
 use crate::record::row::{RowFacts, RowRecord};
 use crate::stack::emulator::{self, Emulator};
 use crate::stack::sink::Sink;
+use crate::stack::Stack;
 use crate::Interrupted;
 
 /// Sampled lines kept in `ROW.lines.txt` (the writer cycles through them).
@@ -196,11 +198,19 @@ fn sample(
         let mut procs = [load::spawn(host, argv, &log)?];
         let limits = Limits {
             deadline: settings.sample + Duration::from_secs(30),
-            every: Duration::from_secs(1),
+            // Usage sampled often: the sample lasts a second or so.
+            every: Duration::from_millis(100),
             poll: Duration::from_millis(50),
             stopping: &|| run.stopping(),
         };
-        match wait::wait(&mut procs, |p| p, stack, limits, |_, _, _| {})? {
+        // meta.json's usage for the row: the sample's loadgen (its last
+        // reading, up to 100 ms before it ended) and server (below).
+        let tick = |_: &Stack, procs: &[Running], _| {
+            if let Some(u) = procs[0].usage() {
+                facts.loadgen = u;
+            }
+        };
+        match wait::wait(&mut procs, |p| p, stack, limits, tick)? {
             Waited::Done(st) if st[0].success() => {}
             Waited::Done(st) => bail!(
                 "loadgen exited with {}: {}",
@@ -211,6 +221,9 @@ fn sample(
                 let _ = std::fs::remove_file(analysis::files::partial(&log));
                 return Err(Interrupted.into());
             }
+        }
+        if let Some(u) = stack.usage().0 {
+            facts.server = u;
         }
         load::keep(&log)?;
         answers = load::read_log(&log)?.acknowledged;
