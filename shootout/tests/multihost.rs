@@ -532,3 +532,46 @@ fn an_ssh_terminal_writer_killed_or_a_sigint_leaves_nothing() {
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     no_terminal_left(&hosts, &results);
 }
+
+#[test]
+fn logs_into_files_on_the_server_host() {
+    let dir = scratch();
+    let hosts = Hosts::up(dir.path(), "server load1", 10);
+    let rows = r#"
+[[scenario]]
+name = "stdout-file"
+server = "actix"
+features = ["log-stdout"]
+log = "file"
+server_host = "server"
+load_hosts = ["load1"]
+
+[[scenario]]
+name = "log-file"
+server = "ntex"
+features = ["log-file"]
+server_host = "server"
+load_hosts = ["load1"]
+"#;
+    let file = scenario_file(dir.path(), "files.toml", rows);
+    let (run, meta) = run_to_end(&file, dir.path());
+    for (i, key) in [(0, "server_stdout_bytes"), (1, "log_file_bytes")] {
+        let row = &meta["rows"][i];
+        assert!(row["error"].is_null(), "{row}");
+        let name = row["scenario"].as_str().unwrap();
+        // One load host: the row's log has no shard suffix.
+        let path = run.join("files").join(format!("{name}.jsonl"));
+        let log = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+        let answered = last["ok"].as_u64().unwrap();
+        assert!(answered > 0, "{last}");
+        // One access-log line (about 110 bytes) per answered request, in
+        // a file on the server's host: nothing came back over ssh.
+        let bytes = row[key].as_u64().unwrap_or(0);
+        assert!(
+            bytes >= 50 * answered,
+            "{key} {bytes} for {answered}: {row}"
+        );
+    }
+    nothing_left(&hosts);
+}

@@ -325,10 +325,11 @@ fn row(
     };
     let ssh_terminal =
         crate::config::ssh_terminal::check(log, keys, remote, at).map_err(|(a, m)| err(a, m))?;
-    if hosts.is_some() && log != LogSink::None {
+    if hosts.is_some() && !matches!(log, LogSink::None | LogSink::File) {
         return Err(err(
             at,
-            "a row on remote hosts logs to none (its stdout is not carried back)".into(),
+            "a row on remote hosts logs to none or file (a file on the server's host) so far"
+                .into(),
         ));
     }
     let client_timeout = o.client_timeout.or(d.client_timeout);

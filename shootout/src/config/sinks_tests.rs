@@ -150,3 +150,21 @@ fn bad_ssh_terminal_rows_name_the_file_and_line() {
         "{e}"
     );
 }
+
+#[test]
+fn remote_rows_log_to_none_or_a_file_on_their_host() {
+    let hosts = "[ssh]\nknown_hosts = \"/dev/null\"\n\n[hosts.server]\naddress = \"10.0.0.1\"\nrole = \"server\"\nworkdir = \"/tmp/w\"\n\n[hosts.load]\naddress = \"10.0.0.2\"\nrole = \"load\"\nworkdir = \"/tmp/w\"\n";
+    let row = |log: &str| {
+        format!("{hosts}\n[[scenario]]\nname = \"r\"\nserver = \"actix\"\nfeatures = [\"log-stdout\"]\nlog = \"{log}\"\nserver_host = \"server\"\nload_hosts = [\"load\"]\n")
+    };
+    let path = std::path::Path::new("t.toml");
+    let f = crate::config::parse::parse(path, &row("file")).unwrap();
+    assert_eq!(f.scenarios[0].log, crate::config::scenario::LogSink::File);
+    let e = crate::config::parse::parse(path, &row("terminal"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("t.toml:15: a row on remote hosts logs to none or file"),
+        "{e}"
+    );
+}

@@ -237,6 +237,47 @@ impl Host {
         })
     }
 
+    /// A file sink for a server's stdout on this host: here the runner
+    /// opens `local` and hands it over as stdout (`None` back: `argv` is
+    /// unchanged); on a remote host `argv` is wrapped to send its stdout
+    /// to `name` in `dir` there (`sh -c 'exec "$@" >FILE'`, which keeps the
+    /// server's pid), and the new argv comes back. The path is the file's
+    /// on this host, for [`Host::file_size`].
+    pub fn stdout_file(
+        &self,
+        argv: Vec<String>,
+        dir: &HostDir,
+        local: &Path,
+    ) -> (Vec<String>, String, bool) {
+        match self {
+            Host::Remote(_) => {
+                let file = format!("{}/server-stdout.txt", dir.path);
+                let mut v = vec![
+                    "sh".to_string(),
+                    "-c".into(),
+                    "exec \"$@\" >\"$0\"".into(),
+                    file.clone(),
+                ];
+                v.extend(argv);
+                (v, file, true)
+            }
+            _ => (argv, local.display().to_string(), false),
+        }
+    }
+
+    /// The size of file `path` on this host; none when it cannot be read.
+    pub fn file_size(&self, path: &str) -> Option<u64> {
+        match self {
+            Host::Remote(s) => s
+                .run(&format!("stat -c %s {}", quote(path)))
+                .ok()?
+                .trim()
+                .parse()
+                .ok(),
+            _ => std::fs::metadata(path).ok().map(|m| m.len()),
+        }
+    }
+
     /// Writes `bytes` to `path` on this host, its directory created.
     pub fn write_file(&self, path: &str, bytes: &[u8]) -> anyhow::Result<()> {
         match self {

@@ -26,7 +26,7 @@ pub struct RowRecord {
     /// The `log-file` sink's file (in the temp dir) and its size at the end.
     pub log_file: Option<String>,
     pub log_file_bytes: Option<u64>,
-    /// Bytes the server wrote to its stdout pipe or terminal.
+    /// Bytes the server wrote to its stdout pipe, terminal or file.
     pub server_stdout_bytes: u64,
     pub server: Usage,
     pub nginx: Option<Usage>,

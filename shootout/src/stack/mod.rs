@@ -52,6 +52,11 @@ pub struct Stack {
     pub target: SocketAddr,
     /// The `log-file` sink's path (on the server's host).
     pub log_file: Option<PathBuf>,
+    /// `log = "file"`: the file the server's stdout goes to, on its host
+    /// (on a remote host, in the row's private directory there).
+    stdout_file: Option<String>,
+    /// The server's host (file sizes are read there).
+    server_host: Host,
     binary: bool,
     ceiling: bool,
     /// Where the server runs, for messages.
@@ -96,7 +101,19 @@ impl Stack {
             .file_args(Path::new(&files.path))
             .into_iter()
             .find_map(|(flag, path)| (flag == "--log-file").then_some(path));
-        let mut sink = Sink::new(s.log, &spec.tmp.join("server-stdout.txt"))?;
+        // On a remote host a file sink is the host's own file: the server's
+        // stdout is redirected there, and nothing comes back over ssh.
+        // A file sink is a file on the server's host (here, the runner's
+        // `Sink` opens it); its size is the bytes the server wrote.
+        let local_out = spec.tmp.join("server-stdout.txt");
+        let (argv, stdout_file, local_sink) = if s.log == LogSink::File {
+            let (argv, path, wrapped) = place.server.stdout_file(argv, &files, &local_out);
+            let sink = if wrapped { LogSink::None } else { s.log };
+            (argv, Some(path), sink)
+        } else {
+            (argv, None, s.log)
+        };
+        let mut sink = Sink::new(local_sink, &local_out)?;
         let stderr_done = Arc::new(AtomicBool::new(false));
         let emulator = match s.log {
             LogSink::Xterm => Some(emulator::Kind::Xterm),
@@ -137,6 +154,8 @@ impl Stack {
             startup_line,
             target: server_addr,
             log_file,
+            stdout_file,
+            server_host: place.server.clone(),
             binary: s.request == Request::Binary,
             ceiling: s.proxy.as_deref() == Some("static"),
             host: place.server.prefix(),
@@ -261,12 +280,16 @@ impl Stack {
         }));
         self.stderr_done.store(true, Ordering::Relaxed);
         out.server_exit = exit.and_then(|s| s.code());
-        out.server_stdout_bytes = self.sink.take().map_or(0, Sink::finish);
+        out.server_stdout_bytes = self.sink.take().map_or(0, Sink::finish)
+            + self
+                .stdout_file
+                .as_ref()
+                .and_then(|f| self.server_host.file_size(f))
+                .unwrap_or(0);
         out.log_file_bytes = self
             .log_file
             .as_ref()
-            .and_then(|p| std::fs::metadata(p).ok())
-            .map(|m| m.len());
+            .and_then(|p| self.server_host.file_size(&p.display().to_string()));
         let result = if out.server_exit == Some(0) {
             Ok(())
         } else {
