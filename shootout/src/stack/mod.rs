@@ -55,12 +55,10 @@ pub struct Stack {
     /// `log = "file"`: the file the server's stdout goes to, on its host
     /// (on a remote host, in the row's private directory there).
     stdout_file: Option<String>,
-    /// The server's host (file sizes are read there).
+    /// The server's host: file sizes are read there, messages name it.
     server_host: Host,
     binary: bool,
     ceiling: bool,
-    /// Where the server runs, for messages.
-    host: String,
     _dirs: Vec<HostDir>,
 }
 
@@ -158,7 +156,6 @@ impl Stack {
             server_host: place.server.clone(),
             binary: s.request == Request::Binary,
             ceiling: s.proxy.as_deref() == Some("static"),
-            host: place.server.prefix(),
             _dirs: vec![files],
         };
         if let Some(name) = &s.proxy {
@@ -250,7 +247,7 @@ impl Stack {
             std::thread::sleep(Duration::from_millis(50));
             bail!(
                 "{}the server died during the load ({}); its last stderr: {}",
-                self.host,
+                self.server_host.prefix(),
                 crate::place::procs::ended(status),
                 self.server.stderr().tail()
             );
@@ -295,7 +292,7 @@ impl Stack {
         } else {
             Err(anyhow::anyhow!(
                 "{}the server did not exit 0 on SIGTERM ({}): {}",
-                self.host,
+                self.server_host.prefix(),
                 exit.map_or("no exit status".into(), crate::place::procs::ended),
                 self.server.stderr().tail()
             ))
