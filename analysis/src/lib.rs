@@ -13,6 +13,7 @@ pub mod merge;
 pub mod model;
 pub mod paired;
 pub mod report;
+pub mod sink_law;
 pub mod sinks;
 pub mod stats;
 pub mod sweep;

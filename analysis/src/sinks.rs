@@ -37,6 +37,10 @@ pub struct SinkRow {
     /// ssh-terminal rows: the stand-in link's shaped rate, bits/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link_rate_bps: Option<u64>,
+    /// ssh-terminal rows: what took the session's output here
+    /// (`drained`, `xterm`, `alacritty`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drawn: Option<String>,
     /// Seconds each run wrote first, uncounted (0 in runs before it).
     #[serde(skip_serializing_if = "is_zero")]
     pub settle_s: f64,
@@ -65,6 +69,8 @@ struct Index {
     terminal: Option<String>,
     #[serde(default)]
     link_rate_bps: Option<u64>,
+    #[serde(default)]
+    drawn: Option<String>,
     #[serde(default)]
     settle_s: f64,
     sample_lines: u64,
@@ -142,6 +148,7 @@ fn row(ix: Index) -> anyhow::Result<SinkRow> {
         log_level: ix.log_level,
         terminal: ix.terminal,
         link_rate_bps: ix.link_rate_bps,
+        drawn: ix.drawn,
         settle_s: ix.settle_s,
     })
 }
@@ -166,6 +173,7 @@ mod tests {
             log_level: "info".into(),
             terminal: None,
             link_rate_bps: None,
+            drawn: None,
             settle_s: 0.0,
             sample_lines: 400,
             sample_requests: 200,
@@ -207,6 +215,7 @@ mod tests {
             log_level: "info".into(),
             terminal: None,
             link_rate_bps: None,
+            drawn: None,
             settle_s: 0.0,
             sample_lines: 0,
             sample_requests: 10,

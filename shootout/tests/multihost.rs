@@ -575,3 +575,89 @@ load_hosts = ["load1"]
     }
     nothing_left(&hosts);
 }
+
+/// Served rows whose server runs on the stand-in `server` through `ssh
+/// -tt` (`rows` adds `[[scenario]]` tables), loaded from `load1`.
+fn served_ssh_file(dir: &Path, name: &str, duration: &str, rows: &str) -> std::path::PathBuf {
+    let hosts_toml = std::fs::read_to_string(dir.join("hosts.toml")).unwrap();
+    let text = format!(
+        "title = \"served over ssh\"\n\n{hosts_toml}\n[defaults]\nrequest = \"post\"\nconnections = 4\nworkers = 1\nwarmup = \"1s\"\nduration = \"{duration}\"\nfeatures = [\"log-stdout\"]\nlog_level = \"info\"\nlog = \"ssh-terminal\"\nssh_host = \"server\"\nserver_host = \"server\"\nload_hosts = [\"load1\"]\n\n{rows}"
+    );
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[test]
+fn a_served_row_logs_into_an_ssh_terminal() {
+    let dir = scratch();
+    let hosts = Hosts::up(dir.path(), "server load1", 11);
+    let mut rows = String::from(
+        "[[scenario]]\nname = \"shaped\"\nserver = \"actix\"\nlink_rate = \"4mbit\"\n",
+    );
+    let xterm = has_xterm();
+    if xterm {
+        rows += "\n[[scenario]]\nname = \"xterm\"\nserver = \"ntex\"\nterminal = \"xterm\"\n";
+    } else {
+        eprintln!("ssh-terminal test: xterm row left out (xterm or Xvfb missing)");
+    }
+    let file = served_ssh_file(dir.path(), "served-ssh.toml", "2s", &rows);
+    let (run, meta) = run_to_end(&file, dir.path());
+    let shaped = &meta["rows"][0];
+    assert!(shaped["error"].is_null(), "{shaped}");
+    assert_eq!(shaped["log"], "ssh-terminal", "{shaped}");
+    let path = shaped["terminal"].as_str().unwrap();
+    assert!(
+        path.starts_with("server started through ssh -tt to host server ("),
+        "{path}"
+    );
+    assert!(path.contains("for sshd's traffic only"), "{path}");
+    // The lines crossed ssh to the pseudo-terminal drained here.
+    assert!(
+        shaped["server_stdout_bytes"].as_u64().unwrap() > 0,
+        "{shaped}"
+    );
+    let log = std::fs::read_to_string(run.join("served-ssh/shaped.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    assert!(last["ok"].as_u64().unwrap() > 0, "{last}");
+    if xterm {
+        let x = &meta["rows"][1];
+        assert!(x["error"].is_null(), "{x}");
+        let path = x["terminal"].as_str().unwrap();
+        assert!(path.contains("drawn here by xterm on Xvfb"), "{path}");
+    }
+    no_terminal_left(&hosts, &dir.path().join("results"));
+
+    // The server killed on its host mid-row: the row fails, named, and
+    // nothing is left.
+    let long = served_ssh_file(dir.path(), "served-long.toml", "60s", &rows);
+    let server = format!(
+        "{}.*--bind",
+        dir.path().join("hosts/server/work/bin").display()
+    );
+    let results = dir.path().join("results-kill");
+    let mut child = shootout(&long, &results, &[]);
+    wait_for(&mut child, &server);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(Command::new("pkill")
+        .args(["-9", "-f", &server])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("host server: the server died"), "{all}");
+    no_terminal_left(&hosts, &results);
+
+    // SIGINT mid-row: exit 130, nothing left.
+    let results = dir.path().join("results-int");
+    let mut child = shootout(&long, &results, &[]);
+    wait_for(&mut child, &server);
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    no_terminal_left(&hosts, &results);
+}

@@ -3,11 +3,9 @@
 
 use plotters::prelude::*;
 
-use crate::memory::report::{MemoryRow, MemoryTable};
+use super::svg::draw_err;
 
-fn draw_err(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::anyhow!("drawing a chart: {e}")
-}
+use crate::memory::report::{MemoryRow, MemoryTable};
 
 /// Which sample of a row a bar shows.
 type Phase = fn(&MemoryRow) -> f64;

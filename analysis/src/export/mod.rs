@@ -8,6 +8,8 @@ mod memory_md;
 mod memory_svg;
 mod paired_md;
 mod paired_svg;
+pub mod sink_law_md;
+pub mod sink_law_svg;
 mod sinks_md;
 mod svg;
 mod sweep_md;

@@ -3,11 +3,9 @@
 
 use plotters::prelude::*;
 
-use crate::paired::report::PairedTable;
+use super::svg::draw_err;
 
-fn draw_err(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::anyhow!("drawing a chart: {e}")
-}
+use crate::paired::report::PairedTable;
 
 /// Per-pair ratios against pair number (pairs in time order, blocks back
 /// to back), so that drifts, outliers and slot effects can be seen.

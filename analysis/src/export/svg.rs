@@ -45,7 +45,8 @@ pub fn charts(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     Ok(out)
 }
 
-fn draw_err(e: impl std::fmt::Display) -> anyhow::Error {
+/// A plotters error as ours (every chart of this module's siblings).
+pub(super) fn draw_err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("drawing a chart: {e}")
 }
 

@@ -6,13 +6,12 @@
 
 use plotters::prelude::*;
 
+use super::svg::draw_err;
+
 use crate::sweep::report::SweepTable;
 
-fn draw_err(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::anyhow!("drawing a chart: {e}")
-}
-
-const COLORS: [RGBColor; 6] = [
+/// Series colours (shared with the sink-law chart).
+pub(super) const COLORS: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),

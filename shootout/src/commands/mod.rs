@@ -9,6 +9,7 @@ mod report;
 mod reruns;
 mod run;
 mod setup;
+mod sink_law;
 pub mod sink_writer;
 
 use std::process::ExitCode;
@@ -57,6 +58,11 @@ enum Cmd {
     /// its spread, whether it reproduced within 5 %, and whether one run's
     /// intervals held the others' figures (markdown, or --json).
     Reruns(reruns::Args),
+    /// The sink law: a drain run (design = "sinks") beside a served run
+    /// (design = "paired") of the same sinks; predicted against measured
+    /// 2xx/s per sink and placement, into SERVED/sinks.json, sink-law.md
+    /// and sink-law.svg.
+    SinkLaw(sink_law::Args),
     /// The writer of design = "sinks" (a server's log lines into a sink).
     #[command(hide = true)]
     SinkWriter(sink_writer::Args),
@@ -104,6 +110,7 @@ pub fn main() -> ExitCode {
         Cmd::Hosts(a) => hosts::run(a),
         Cmd::Coverage(a) => coverage::run(a),
         Cmd::Reruns(a) => reruns::run(a),
+        Cmd::SinkLaw(a) => sink_law::run(a),
         Cmd::SinkWriter(a) => sink_writer::run(a),
     }
 }

@@ -318,20 +318,7 @@ fn row(
             "a row on remote hosts has no topology: its hosts are the placement".into(),
         ));
     }
-    let keys = crate::config::ssh_terminal::Keys {
-        ssh_host: o.ssh_host.as_ref().or(d.ssh_host.as_ref()),
-        terminal: o.terminal.as_ref().or(d.terminal.as_ref()),
-        link_rate: o.link_rate.as_ref().or(d.link_rate.as_ref()),
-    };
-    let ssh_terminal =
-        crate::config::ssh_terminal::check(log, keys, remote, at).map_err(|(a, m)| err(a, m))?;
-    if hosts.is_some() && !matches!(log, LogSink::None | LogSink::File) {
-        return Err(err(
-            at,
-            "a row on remote hosts logs to none or file (a file on the server's host) so far"
-                .into(),
-        ));
-    }
+    let ssh_terminal = ssh_terminal_of(o, d, log, remote, hosts.as_ref(), at, err)?;
     let client_timeout = o.client_timeout.or(d.client_timeout);
     let needs = [
         (
@@ -838,20 +825,77 @@ fn sweep_design(
     Ok(settings)
 }
 
-/// `log = "ssh-terminal"` rows are measured by the sinks design only (a
-/// served row over ssh is not built yet).
+/// The row's ssh terminal (`log = "ssh-terminal"`), checked against its
+/// hosts: a remote row logs to none, a file or an ssh terminal, and a
+/// served ssh terminal's server runs on its ssh host.
+fn ssh_terminal_of(
+    o: &Settings,
+    d: &Settings,
+    log: LogSink,
+    remote: Option<&Remote>,
+    hosts: Option<&RowHosts>,
+    at: usize,
+    err: &Err,
+) -> Result<Option<crate::config::scenario::SshTerminal>, ScenarioError> {
+    // `[defaults]` may set the ssh keys for the file's ssh-terminal rows;
+    // a row that logs elsewhere is refused only for keys it sets itself.
+    let inherit = log == LogSink::SshTerminal;
+    let keys = crate::config::ssh_terminal::Keys {
+        ssh_host: inherited(&o.ssh_host, &d.ssh_host, inherit),
+        terminal: inherited(&o.terminal, &d.terminal, inherit),
+        link_rate: inherited(&o.link_rate, &d.link_rate, inherit),
+    };
+    let ssh_terminal =
+        crate::config::ssh_terminal::check(log, keys, remote, at).map_err(|(a, m)| err(a, m))?;
+    if hosts.is_some() && !matches!(log, LogSink::None | LogSink::File | LogSink::SshTerminal) {
+        return Err(err(
+            at,
+            "a row on remote hosts logs to none, file (a file on the server's host) or ssh-terminal so far"
+                .into(),
+        ));
+    }
+    if let (Some(h), Some(t)) = (hosts, &ssh_terminal) {
+        if h.server != t.host {
+            return Err(err(
+                at,
+                format!(
+                    "log = \"ssh-terminal\" serves from its ssh_host: set server_host = {:?} (it is {:?})",
+                    t.host, h.server
+                ),
+            ));
+        }
+    }
+    Ok(ssh_terminal)
+}
+
+/// A row's own key, else (when `inherit`) the default's.
+fn inherited<'a>(
+    own: &'a Option<Spanned<String>>,
+    def: &'a Option<Spanned<String>>,
+    inherit: bool,
+) -> Option<&'a Spanned<String>> {
+    own.as_ref().or(def.as_ref().filter(|_| inherit))
+}
+
+/// `log = "ssh-terminal"` rows: the sinks design measures the terminal
+/// alone; every other design serves the row, so its server runs on the
+/// ssh host (`server_host`, the same host as `ssh_host`).
 fn ssh_terminal_only_in_sinks(
     raw: &RawFile,
     design: &Design,
     scenarios: &[Scenario],
     err: &Err,
 ) -> Result<(), ScenarioError> {
-    match scenarios.iter().find(|s| s.ssh_terminal.is_some()) {
+    match scenarios
+        .iter()
+        .find(|s| s.ssh_terminal.is_some() && s.hosts.is_none())
+    {
         Some(s) if !matches!(design, Design::Sinks(_)) => Err(err(
             row_at(raw, &s.name),
             format!(
-                "row {:?}: log = \"ssh-terminal\" is measured by design = \"sinks\" only so far (a served row over ssh is not built yet)",
-                s.name
+                "row {:?}: a served log = \"ssh-terminal\" row runs its server on the ssh host: set server_host = {:?}",
+                s.name,
+                s.ssh_terminal.as_ref().map_or("", |t| t.host.as_str())
             ),
         )),
         _ => Ok(()),

@@ -56,6 +56,16 @@ pub enum LogSink {
     SshTerminal,
 }
 
+impl LogSink {
+    /// The name the scenario file uses (`ssh-terminal`, `file`...).
+    pub fn file_name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+}
+
 /// `log = "ssh-terminal"`: where the ssh session goes, what draws its
 /// output on this machine, and the link's rate when it is shaped.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -135,7 +135,7 @@ fn bad_ssh_terminal_rows_name_the_file_and_line() {
         (
             head(true).replace("design = \"sinks\"\n", ""),
             "ssh_host = \"server\"\n",
-            "t.toml:11: row \"s\": log = \"ssh-terminal\" is measured by design = \"sinks\" only",
+            "t.toml:11: row \"s\": a served log = \"ssh-terminal\" row runs its server on the ssh host: set server_host = \"server\"",
         ),
     ] {
         let row = format!("{SSH_ROW}{extra}");
@@ -152,8 +152,8 @@ fn bad_ssh_terminal_rows_name_the_file_and_line() {
 }
 
 #[test]
-fn remote_rows_log_to_none_or_a_file_on_their_host() {
-    let hosts = "[ssh]\nknown_hosts = \"/dev/null\"\n\n[hosts.server]\naddress = \"10.0.0.1\"\nrole = \"server\"\nworkdir = \"/tmp/w\"\n\n[hosts.load]\naddress = \"10.0.0.2\"\nrole = \"load\"\nworkdir = \"/tmp/w\"\n";
+fn remote_rows_log_to_none_a_file_or_an_ssh_terminal_on_their_host() {
+    let hosts = "[ssh]\nknown_hosts = \"/dev/null\"\n\n[hosts.server]\naddress = \"10.0.0.1\"\nrole = \"server\"\nworkdir = \"/tmp/w\"\n\n[hosts.other]\naddress = \"10.0.0.3\"\nrole = \"server\"\nworkdir = \"/tmp/w\"\n\n[hosts.load]\naddress = \"10.0.0.2\"\nrole = \"load\"\nworkdir = \"/tmp/w\"\n";
     let row = |log: &str| {
         format!("{hosts}\n[[scenario]]\nname = \"r\"\nserver = \"actix\"\nfeatures = [\"log-stdout\"]\nlog = \"{log}\"\nserver_host = \"server\"\nload_hosts = [\"load\"]\n")
     };
@@ -164,7 +164,19 @@ fn remote_rows_log_to_none_or_a_file_on_their_host() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("t.toml:15: a row on remote hosts logs to none or file"),
+        e.starts_with("t.toml:20: a row on remote hosts logs to none, file"),
+        "{e}"
+    );
+    // A served ssh terminal: the server runs on the ssh host.
+    let ssh = format!("{}ssh_host = \"server\"\n", row("ssh-terminal"));
+    let f = crate::config::parse::parse(path, &ssh).unwrap();
+    assert_eq!(f.scenarios[0].ssh_terminal.as_ref().unwrap().host, "server");
+    let elsewhere = ssh.replace("ssh_host = \"server\"", "ssh_host = \"other\"");
+    let e = crate::config::parse::parse(path, &elsewhere)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("t.toml:20: log = \"ssh-terminal\" serves from its ssh_host: set server_host = \"other\""),
         "{e}"
     );
 }

@@ -285,7 +285,7 @@ impl Far {
                 let ns = end
                     .netns()
                     .with_context(|| format!("host {} has no netns to shape", t.host))?;
-                Some(Shaped::apply(ns, bps)?)
+                Some(Shaped::apply(ns, bps, end.port())?)
             }
         };
         Ok(Far {

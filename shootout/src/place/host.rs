@@ -196,6 +196,15 @@ impl Host {
         Ok(Running::Here(p, lines))
     }
 
+    /// The ssh session to this host; an error for this machine and its
+    /// namespaces (what only a remote host's sshd can give).
+    pub fn ssh(&self) -> anyhow::Result<Session> {
+        match self {
+            Host::Remote(s) => Ok(s.handle()),
+            _ => bail!("this step needs a remote host (a [hosts.NAME] reached over ssh)"),
+        }
+    }
+
     /// Where `local` (a binary built here) is on this host: itself here,
     /// else uploaded by content hash (skipped when the host has it).
     pub fn place_binary(&self, local: &Path) -> anyhow::Result<String> {

@@ -123,29 +123,13 @@ impl RemoteProc {
 
     /// CPU seconds and peak RSS from the host's /proc.
     pub fn usage(&self) -> anyhow::Result<Usage> {
-        let text = self.ssh.run(&format!(
-            "cat /proc/{pid}/stat; grep VmHWM /proc/{pid}/status; getconf CLK_TCK",
-            pid = self.pid
-        ))?;
-        parse_usage(&text)
-            .with_context(|| format!("host {}: reading /proc/{}", self.ssh.host.name, self.pid))
+        usage_of(&self.ssh, self.pid)
     }
 
     /// Resident and proportional set size in KiB from the host's /proc
     /// (`VmRSS`, and `Pss` where `smaps_rollup` exists).
     pub fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
-        let text = self.ssh.run(&format!(
-            "grep VmRSS /proc/{pid}/status; grep '^Pss:' /proc/{pid}/smaps_rollup 2>/dev/null || true",
-            pid = self.pid
-        ))?;
-        let kib = |key: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        };
-        let rss = kib("VmRSS:")
-            .with_context(|| format!("host {}: no VmRSS for {}", self.ssh.host.name, self.pid))?;
-        Ok((rss, kib("Pss:")))
+        resident_kib_of(&self.ssh, self.pid)
     }
 
     /// [`RemoteProc::usage`] summed over the process and its children
@@ -274,6 +258,30 @@ pub fn read_cpu_samples(text: &str) -> std::collections::HashMap<u64, u64> {
             Some((k.parse().ok()?, ns.trim().parse().ok()?))
         })
         .collect()
+}
+
+/// CPU seconds and peak RSS of process `pid` on `ssh`'s host, from its /proc.
+pub fn usage_of(ssh: &Session, pid: u32) -> anyhow::Result<Usage> {
+    let text = ssh.run(&format!(
+        "cat /proc/{pid}/stat; grep VmHWM /proc/{pid}/status; getconf CLK_TCK"
+    ))?;
+    parse_usage(&text).with_context(|| format!("host {}: reading /proc/{pid}", ssh.host.name))
+}
+
+/// Resident and proportional set size in KiB of process `pid` on `ssh`'s
+/// host (`VmRSS`, and `Pss` where `smaps_rollup` exists).
+pub fn resident_kib_of(ssh: &Session, pid: u32) -> anyhow::Result<(u64, Option<u64>)> {
+    let text = ssh.run(&format!(
+        "grep VmRSS /proc/{pid}/status; grep '^Pss:' /proc/{pid}/smaps_rollup 2>/dev/null || true"
+    ))?;
+    let kib = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+    };
+    let rss =
+        kib("VmRSS:").with_context(|| format!("host {}: no VmRSS for {pid}", ssh.host.name))?;
+    Ok((rss, kib("Pss:")))
 }
 
 /// SIGKILL to `pid`'s children, then to it: nginx's workers would outlive a

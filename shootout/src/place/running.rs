@@ -12,6 +12,7 @@ use anyhow::Context;
 
 use crate::place::procs::{self, Proc, StderrLines, Usage};
 use crate::place::remote::{self, RemoteProc};
+use crate::place::ssh::Session;
 
 /// A running process, here or there.
 pub enum Running {
@@ -20,6 +21,23 @@ pub enum Running {
 }
 
 impl Running {
+    /// Starts `argv` on this machine, leading a session of its own, its
+    /// stdin closed, its stdout to `stdout` and its stderr followed.
+    pub fn here(
+        name: &str,
+        argv: &[String],
+        stdout: std::process::Stdio,
+    ) -> anyhow::Result<Running> {
+        let mut cmd = std::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .stdin(std::process::Stdio::null())
+            .stdout(stdout)
+            .stderr(std::process::Stdio::piped());
+        let mut p = Proc::spawn_session(name, &mut cmd)?;
+        let lines = StderrLines::follow(p.take_stderr().context("stderr")?);
+        Ok(Running::Here(p, lines))
+    }
+
     /// Its pid on its own host.
     pub fn pid(&self) -> i32 {
         match self {
@@ -114,6 +132,26 @@ impl CpuReader {
         }
     }
 
+    /// A reader of process `pid` (and its children) on `ssh`'s host: a
+    /// sampler there writes its readings into `scratch` here.
+    pub fn there(
+        ssh: &Session,
+        pid: u32,
+        b: Boundaries,
+        scratch: &Path,
+    ) -> anyhow::Result<CpuReader> {
+        std::fs::create_dir_all(scratch)
+            .with_context(|| format!("creating {}", scratch.display()))?;
+        let out = scratch.join(format!("cpu-{}-{pid}.txt", ssh.host.name));
+        let file =
+            std::fs::File::create(&out).with_context(|| format!("creating {}", out.display()))?;
+        let sampler = remote::cpu_sampler(ssh, &[pid], b.start, b.interval, b.last, file.into())?;
+        Ok(CpuReader::There {
+            sampler: Box::new(sampler),
+            out,
+        })
+    }
+
     /// Boundary `k` is due: read it now if this reader reads here. A group
     /// that has gone reads 0 (the design notices the dead server).
     pub fn at(&mut self, k: u64) {
@@ -157,25 +195,7 @@ impl Running {
     pub fn cpu_reader(&self, b: Boundaries, scratch: &Path) -> anyhow::Result<CpuReader> {
         match self {
             Running::Here(p, _) => Ok(CpuReader::of_group_here(p.pid())),
-            Running::There(r) => {
-                std::fs::create_dir_all(scratch)
-                    .with_context(|| format!("creating {}", scratch.display()))?;
-                let out = scratch.join(format!("cpu-{}-{}.txt", r.host(), r.pid));
-                let file = std::fs::File::create(&out)
-                    .with_context(|| format!("creating {}", out.display()))?;
-                let sampler = remote::cpu_sampler(
-                    r.session(),
-                    &[r.pid],
-                    b.start,
-                    b.interval,
-                    b.last,
-                    file.into(),
-                )?;
-                Ok(CpuReader::There {
-                    sampler: Box::new(sampler),
-                    out,
-                })
-            }
+            Running::There(r) => CpuReader::there(r.session(), r.pid, b, scratch),
         }
     }
 

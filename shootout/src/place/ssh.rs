@@ -103,6 +103,12 @@ impl Session {
 
     /// The options every ssh call of this session uses.
     fn options(&self) -> Vec<String> {
+        self.options_through(&self.control.display().to_string())
+    }
+
+    /// [`Session::options`] with `ControlPath=control` (`none`: a TCP
+    /// connection of its own).
+    fn options_through(&self, control: &str) -> Vec<String> {
         let s = &self.settings;
         let mut o = vec![
             "-p".to_string(),
@@ -122,7 +128,7 @@ impl Session {
             "-o".into(),
             "ServerAliveCountMax=3".into(),
             "-o".into(),
-            format!("ControlPath={}", self.control.display()),
+            format!("ControlPath={control}"),
             "-F".into(),
             "/dev/null".into(),
         ];
@@ -149,11 +155,13 @@ impl Session {
 
     /// `ssh -tt … HOST -- script` as an argument vector: the script gets
     /// a pseudo-terminal on the host (sshd's) even when this side's stdin
-    /// is none, and its output comes back on ssh's stdout. Through the
-    /// master connection, like every other command of the session.
+    /// is none, and its output comes back on ssh's stdout. On a TCP
+    /// connection of its own, not the master's: a terminal that drains
+    /// slowly would hold up every other command of the session behind its
+    /// queued output.
     pub fn terminal_argv(&self, script: &str) -> Vec<String> {
         let mut v = vec!["ssh".to_string()];
-        v.extend(self.options());
+        v.extend(self.options_through("none"));
         v.push("-tt".into());
         v.push(self.destination());
         v.push("--".into());

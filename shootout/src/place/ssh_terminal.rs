@@ -73,9 +73,15 @@ impl SshEnd {
     pub fn netns(&self) -> Option<&str> {
         self.session.host.netns.as_deref()
     }
+
+    /// The port of the host's sshd.
+    pub fn port(&self) -> u16 {
+        self.session.host.port
+    }
 }
 
-/// A stand-in host's link shaped to a rate; the qdisc is removed on drop.
+/// A stand-in host's ssh traffic shaped to a rate; the qdiscs are removed
+/// on drop.
 pub struct Shaped {
     netns: String,
     dev: String,
@@ -84,48 +90,89 @@ pub struct Shaped {
 }
 
 impl Shaped {
-    /// Shapes what namespace `netns` sends on its one link (to this
-    /// machine's bridge) to `bps` bits per second.
-    pub fn apply(netns: &str, bps: u64) -> anyhow::Result<Shaped> {
+    /// Shapes what namespace `netns` sends from its sshd (source port
+    /// `sport`) on its one link to this machine to `bps` bits per second,
+    /// and nothing else: a served row's load and answers share that link
+    /// and pass unshaped, as on a server whose operator's ssh session
+    /// crosses a slow link while its clients do not. An htb root sends
+    /// what a u32 filter picks (the sshd's port) to a class whose leaf is
+    /// the token bucket (`tbf`); everything else leaves directly.
+    pub fn apply(netns: &str, bps: u64, sport: u16) -> anyhow::Result<Shaped> {
         let dev = only_link(netns)?;
         // A burst of 10 ms at the rate, at least eight full frames: tbf
         // needs more than one MTU, and more than the rate per timer tick.
         let burst = (bps / 8 / 100).max(8 * 1514);
-        let args = [
-            "qdisc".to_string(),
-            "replace".into(),
-            "dev".into(),
-            dev.clone(),
-            "root".into(),
-            "tbf".into(),
-            "rate".into(),
-            format!("{bps}bit"),
-            "burst".into(),
-            burst.to_string(),
-            "latency".into(),
-            "100ms".into(),
+        let steps: [&[&str]; 4] = [
+            &[
+                "qdisc", "replace", "dev", &dev, "root", "handle", "1:", "htb",
+            ],
+            // The class itself does not limit (the leaf does).
+            &[
+                "class", "add", "dev", &dev, "parent", "1:", "classid", "1:1", "htb", "rate",
+                "100gbit",
+            ],
+            &[
+                "qdisc",
+                "add",
+                "dev",
+                &dev,
+                "parent",
+                "1:1",
+                "handle",
+                "10:",
+                "tbf",
+                "rate",
+                &format!("{bps}bit"),
+                "burst",
+                &burst.to_string(),
+                "latency",
+                "100ms",
+            ],
+            &[
+                "filter",
+                "add",
+                "dev",
+                &dev,
+                "parent",
+                "1:",
+                "protocol",
+                "ip",
+                "prio",
+                "1",
+                "u32",
+                "match",
+                "ip",
+                "sport",
+                &sport.to_string(),
+                "0xffff",
+                "flowid",
+                "1:1",
+            ],
         ];
-        tc(netns, &args)?;
-        Ok(Shaped {
+        let shaped = Shaped {
             netns: netns.into(),
             describe: format!(
-                "tc tbf rate {bps} bit/s, burst {burst} B, latency 100ms on {dev} in namespace {netns}"
+                "tc tbf rate {bps} bit/s, burst {burst} B, latency 100ms on {dev} in namespace {netns}, for sshd's traffic only (source port {sport}; htb + u32)"
             ),
-            dev,
-        })
+            dev: dev.clone(),
+        };
+        for args in steps {
+            // On an error, drop removes what was added.
+            tc(netns, args)?;
+        }
+        Ok(shaped)
     }
 }
 
 impl Drop for Shaped {
     fn drop(&mut self) {
-        let args = ["qdisc", "del", "dev", &self.dev, "root"].map(String::from);
-        let _ = tc(&self.netns, &args);
+        let _ = tc(&self.netns, &["qdisc", "del", "dev", &self.dev, "root"]);
     }
 }
 
-fn tc(netns: &str, args: &[String]) -> anyhow::Result<()> {
+fn tc(netns: &str, args: &[&str]) -> anyhow::Result<()> {
     let mut all = vec!["netns", "exec", netns, "tc"];
-    all.extend(args.iter().map(String::as_str));
+    all.extend(args);
     crate::place::netns::ip(&all)
 }
 

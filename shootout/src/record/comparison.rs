@@ -55,6 +55,40 @@ pub struct ComparisonRecord {
     /// Which run of a repeated comparison (`runs = N`); absent when it ran once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<u32>,
+    /// Each side's log sink and placement as the scenario file sets them
+    /// (`shootout sink-law` joins served rows to drain rates by them).
+    pub row_sink: SinkRecord,
+    pub base_sink: SinkRecord,
+}
+
+/// A side's log sink, as the scenario file names it, and whether nginx is
+/// in front.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SinkRecord {
+    /// `none`, `file`, `pipe`, `terminal`, `xterm`, `alacritty`,
+    /// `ssh-terminal`.
+    pub log: String,
+    pub log_level: String,
+    /// Whether the build logs to stdout (the `log-stdout` feature).
+    pub log_stdout: bool,
+    /// `ssh-terminal`: what takes the session's output here.
+    pub drawn: Option<crate::config::scenario::Drawn>,
+    /// `ssh-terminal`: the stand-in link's shaped rate for ssh, bits/s.
+    pub link_rate_bps: Option<u64>,
+    pub proxy: Option<String>,
+}
+
+impl SinkRecord {
+    pub fn of(s: &Scenario) -> SinkRecord {
+        SinkRecord {
+            log: s.log.file_name(),
+            log_level: s.log_level.clone(),
+            log_stdout: s.features.iter().any(|f| f == "log-stdout"),
+            drawn: s.ssh_terminal.as_ref().map(|t| t.terminal),
+            link_rate_bps: s.ssh_terminal.as_ref().and_then(|t| t.link_rate_bps),
+            proxy: s.proxy.clone(),
+        }
+    }
 }
 
 impl ComparisonRecord {
@@ -135,6 +169,8 @@ impl ComparisonRecord {
                 p.seed
             )
             .to_lowercase(),
+            row_sink: SinkRecord::of(row),
+            base_sink: SinkRecord::of(base),
             ..ComparisonRecord::default()
         }
     }

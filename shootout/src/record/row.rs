@@ -95,10 +95,7 @@ impl RowRecord {
             topology,
             proxy: s.proxy.clone(),
             // The name the scenario file uses ("ssh-terminal", "file"...).
-            log: serde_json::to_value(s.log)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            log: s.log.file_name(),
             server_cpus: s.server_cpus.clone(),
             loadgen_cpus: s.loadgen_cpus.clone(),
             startup_line,

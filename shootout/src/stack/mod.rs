@@ -7,6 +7,7 @@ pub mod emulator;
 pub mod nginx;
 pub mod server;
 pub mod sink;
+pub mod ssh_served;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -17,7 +18,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 use crate::check::verify::{self, Verified};
-use crate::config::scenario::{LogSink, Request, Scenario};
+use crate::config::scenario::{Drawn, LogSink, Request, Scenario};
 use crate::place::host::{Host, HostDir, Launch};
 use crate::place::placement::Placement;
 use crate::place::procs::Usage;
@@ -25,6 +26,7 @@ use crate::place::running::{Boundaries, CpuReader, Running};
 use crate::stack::emulator::Emulator;
 use crate::stack::server::{follow_file, server_argv, wait_startup, ServerProc};
 use crate::stack::sink::Sink;
+use crate::stack::ssh_served::OverSsh;
 
 /// What a stack needs to start.
 pub struct StackSpec<'a> {
@@ -104,39 +106,31 @@ impl Stack {
         // A file sink is a file on the server's host (here, the runner's
         // `Sink` opens it); its size is the bytes the server wrote.
         let local_out = spec.tmp.join("server-stdout.txt");
-        let (argv, stdout_file, local_sink) = if s.log == LogSink::File {
-            let (argv, path, wrapped) = place.server.stdout_file(argv, &files, &local_out);
-            let sink = if wrapped { LogSink::None } else { s.log };
-            (argv, Some(path), sink)
-        } else {
-            (argv, None, s.log)
+        let (argv, stdout_file, local_sink) = match s.log {
+            LogSink::File => {
+                let (argv, path, wrapped) = place.server.stdout_file(argv, &files, &local_out);
+                let sink = if wrapped { LogSink::None } else { s.log };
+                (argv, Some(path), sink)
+            }
+            // An ssh terminal drained here is a pseudo-terminal drained here
+            // (ssh's output is what it reads).
+            LogSink::SshTerminal
+                if s.ssh_terminal.as_ref().map(|t| t.terminal) == Some(Drawn::Drained) =>
+            {
+                (argv, None, LogSink::Terminal)
+            }
+            _ => (argv, None, s.log),
         };
         let mut sink = Sink::new(local_sink, &local_out)?;
         let stderr_done = Arc::new(AtomicBool::new(false));
-        let emulator = match s.log {
-            LogSink::Xterm => Some(emulator::Kind::Xterm),
-            LogSink::Alacritty => Some(emulator::Kind::Alacritty),
-            _ => None,
-        };
-        let (mut server, terminal) = if let Some(kind) = emulator {
-            // The emulator and its display run here; the server inside it runs on
-            // the server's host (`ip netns exec` replaces itself with it).
-            let tag = spec.tmp.display().to_string();
-            let argv = place.server.terminal_argv(argv)?;
-            let x = Emulator::start(kind, &spec.tmp, &argv, &[("RUST_LOG", &s.log_level)], &tag)?;
-            let lines = follow_file(x.stderr.clone(), Arc::clone(&stderr_done));
-            let terminal = Some(x.describe());
-            (ServerProc::InTerminal(Box::new(x), lines), terminal)
-        } else {
-            let proc_ = place.server.spawn(Launch {
-                name: "server",
-                argv,
-                env: vec![("RUST_LOG", s.log_level.clone())],
-                stdout: sink.stdio.take().expect("fresh sink"),
-                session: true,
-            })?;
-            (ServerProc::Started(Box::new(proc_)), None)
-        };
+        let (mut server, terminal) = launch(
+            spec,
+            place,
+            argv,
+            &files,
+            sink.stdio.take().expect("fresh sink"),
+            &stderr_done,
+        )?;
         crate::hold_at::stage("start");
         let startup_line = wait_startup(&mut server)
             .map_err(|e| anyhow::anyhow!("{}{e:#}", place.server.prefix()))?;
@@ -299,6 +293,59 @@ impl Stack {
         };
         (out, result)
     }
+}
+
+/// Starts the server of `spec` on `place.server` as its log sink asks:
+/// inside a terminal emulator here, through `ssh -tt`, or plainly with
+/// `stdout` as its stdout; with a description of the terminal, if any.
+fn launch(
+    spec: &StackSpec,
+    place: &Placement,
+    argv: Vec<String>,
+    files: &HostDir,
+    stdout: std::process::Stdio,
+    stderr_done: &Arc<AtomicBool>,
+) -> anyhow::Result<(ServerProc, Option<String>)> {
+    let s = spec.scenario;
+    let emulator = match s.log {
+        LogSink::Xterm => Some(emulator::Kind::Xterm),
+        LogSink::Alacritty => Some(emulator::Kind::Alacritty),
+        _ => None,
+    };
+    if let Some(t) = s
+        .ssh_terminal
+        .as_ref()
+        .filter(|_| s.log == LogSink::SshTerminal)
+    {
+        let (o, describe) = OverSsh::start(ssh_served::Start {
+            host: &place.server,
+            terminal: t,
+            argv,
+            dir: files,
+            log_level: &s.log_level,
+            stdout,
+            tmp: &spec.tmp,
+        })?;
+        return Ok((ServerProc::OverSsh(Box::new(o)), Some(describe)));
+    }
+    if let Some(kind) = emulator {
+        // The emulator and its display run here; the server inside it runs on
+        // the server's host (`ip netns exec` replaces itself with it).
+        let tag = spec.tmp.display().to_string();
+        let argv = place.server.terminal_argv(argv)?;
+        let x = Emulator::start(kind, &spec.tmp, &argv, &[("RUST_LOG", &s.log_level)], &tag)?;
+        let lines = follow_file(x.stderr.clone(), Arc::clone(stderr_done));
+        let terminal = Some(x.describe());
+        return Ok((ServerProc::InTerminal(Box::new(x), lines), terminal));
+    }
+    let proc_ = place.server.spawn(Launch {
+        name: "server",
+        argv,
+        env: vec![("RUST_LOG", s.log_level.clone())],
+        stdout,
+        session: true,
+    })?;
+    Ok((ServerProc::Started(Box::new(proc_)), None))
 }
 
 impl Drop for Stack {

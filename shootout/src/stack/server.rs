@@ -17,6 +17,7 @@ use crate::measure::load::taskset;
 use crate::place::procs::{self, StderrLines, Usage};
 use crate::place::running::{Boundaries, CpuReader, Running};
 use crate::stack::emulator::Emulator;
+use crate::stack::ssh_served::OverSsh;
 
 /// The server's command line for scenario `s`: pinning, `bin`, the bind
 /// address and the flags the row sets; a counter file and an access log
@@ -46,11 +47,13 @@ pub fn server_argv(s: &Scenario, bin: String, bind: SocketAddr, files: &Path) ->
     argv
 }
 
-/// The server process: started on its host, or inside a terminal emulator
-/// here (with its stderr followed from a file).
+/// The server process: started on its host, inside a terminal emulator
+/// here (with its stderr followed from a file), or on its host through
+/// `ssh -tt` (`log = "ssh-terminal"`).
 pub(crate) enum ServerProc {
     Started(Box<Running>),
     InTerminal(Box<Emulator>, StderrLines),
+    OverSsh(Box<OverSsh>),
 }
 
 impl ServerProc {
@@ -58,6 +61,7 @@ impl ServerProc {
         match self {
             ServerProc::Started(p) => p.try_wait(),
             ServerProc::InTerminal(x, _) => x.try_wait(),
+            ServerProc::OverSsh(o) => o.try_wait(),
         }
     }
 
@@ -65,6 +69,7 @@ impl ServerProc {
         match self {
             ServerProc::Started(p) => p.stop(grace),
             ServerProc::InTerminal(x, _) => Ok(x.stop(grace)),
+            ServerProc::OverSsh(o) => o.stop(grace),
         }
     }
 
@@ -72,6 +77,7 @@ impl ServerProc {
         match self {
             ServerProc::Started(p) => p.cpu_reader(b, scratch),
             ServerProc::InTerminal(x, _) => Ok(CpuReader::of_group_here(x.server_pid)),
+            ServerProc::OverSsh(o) => o.cpu_reader(b, scratch),
         }
     }
 
@@ -81,6 +87,7 @@ impl ServerProc {
             ServerProc::InTerminal(x, _) => {
                 procs::resident_kib(x.server_pid).context("reading the server's memory from /proc")
             }
+            ServerProc::OverSsh(o) => o.resident_kib(),
         }
     }
 
@@ -88,6 +95,7 @@ impl ServerProc {
         match self {
             ServerProc::Started(p) => p.stderr(),
             ServerProc::InTerminal(_, l) => l,
+            ServerProc::OverSsh(o) => o.stderr(),
         }
     }
 
@@ -95,6 +103,7 @@ impl ServerProc {
         match self {
             ServerProc::Started(p) => p.usage(),
             ServerProc::InTerminal(x, _) => procs::usage(x.server_pid),
+            ServerProc::OverSsh(o) => o.usage(),
         }
     }
 }

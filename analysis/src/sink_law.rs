@@ -1,0 +1,331 @@
+//! The sink law (issue 24, part 4): a server that logs `l` lines per answer
+//! into a sink that drains `d` lines/s answers at most
+//! `min(d / l, c)` requests/s, where `c` is the same placement's rate
+//! without logging. This sets a drain run (`design = "sinks"`: each sink
+//! alone, fed the servers' own lines) beside a served run (`design =
+//! "paired"`: the same sinks as served rows, each against a no-logging
+//! baseline) and reports, per sink and placement, the predicted rate, the
+//! measured one with its interval, and whether the sink is the bottleneck.
+//!
+//! Rows are joined by what the scenario files set: the sink's name, its
+//! level, and for an ssh terminal what drew it and the link's rate. A
+//! measured rate is the mean over blocks of each block's mean 2xx/s, with
+//! Student's t over blocks (blocks are the independent unit; seconds within
+//! one are autocorrelated). A placement's ceiling pools every block of its
+//! no-logging sides (the build without `log-stdout`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::input::Problem;
+use crate::sinks::SinkRow;
+
+/// How far measured may be from predicted for the law to hold on a row.
+pub const TOLERANCE: f64 = 0.15;
+
+/// One served row set beside its sink's drain rate (a line of sinks.json).
+#[derive(Debug, Clone, Serialize)]
+pub struct LawRow {
+    pub sink: String,
+    /// What took an ssh terminal's output here (`drained`, `xterm`...).
+    pub terminal: Option<String>,
+    /// `direct`, or `behind nginx (NAME)`.
+    pub placement: String,
+    pub drain_lines_per_s: f64,
+    pub predicted_rps: f64,
+    pub measured_rps: f64,
+    pub measured_ci95_pct: Option<f64>,
+    /// True where the sink allows less than the no-logging rate.
+    pub bottleneck: bool,
+    pub row: String,
+    pub label: String,
+    pub log_level: String,
+    pub link_rate_bps: Option<u64>,
+    /// The drain run's row the rate comes from, and its interval.
+    pub drain_row: String,
+    pub drain_ci95_pct: Option<f64>,
+    pub lines_per_request: f64,
+    /// The placement's no-logging rate.
+    pub ceiling_rps: f64,
+    pub measured_over_predicted: f64,
+    /// |measured / predicted − 1| ≤ [`TOLERANCE`].
+    pub within_tolerance: bool,
+    pub blocks: usize,
+}
+
+/// A placement's no-logging rate.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ceiling {
+    pub placement: String,
+    /// The sides it pools (`row` or `baseline of ROW`).
+    pub from: Vec<String>,
+    pub rps: f64,
+    pub ci95_pct: Option<f64>,
+    pub blocks: usize,
+}
+
+/// Both runs set side by side.
+#[derive(Debug, Clone, Serialize)]
+pub struct Law {
+    pub drain_run: String,
+    pub served_run: String,
+    pub ceilings: Vec<Ceiling>,
+    pub rows: Vec<LawRow>,
+}
+
+/// The rate the law predicts and whether the sink is the bottleneck.
+pub fn predict(drain_lines_per_s: f64, lines_per_request: f64, ceiling_rps: f64) -> (f64, bool) {
+    let sink = drain_lines_per_s / lines_per_request;
+    (sink.min(ceiling_rps), sink < ceiling_rps)
+}
+
+/// Mean of block means and the half-width of its 95 % t interval, percent
+/// (none with one block).
+pub fn over_blocks(block_means: &[f64]) -> Option<(f64, Option<f64>)> {
+    let d = crate::stats::describe(block_means)?;
+    Some((
+        d.mean,
+        (block_means.len() >= 2).then(|| 100.0 * d.ci95 / d.mean),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+struct Meta {
+    #[serde(default)]
+    paired: Vec<Comparison>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Comparison {
+    row: String,
+    baseline: String,
+    #[serde(default)]
+    row_sink: Option<Sink>,
+    #[serde(default)]
+    base_sink: Option<Sink>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct Sink {
+    log: String,
+    log_level: String,
+    log_stdout: bool,
+    drawn: Option<String>,
+    link_rate_bps: Option<u64>,
+    proxy: Option<String>,
+}
+
+impl Sink {
+    fn placement(&self) -> String {
+        match &self.proxy {
+            None => "direct".into(),
+            Some(p) => format!("behind nginx ({p})"),
+        }
+    }
+
+    fn drains_into(&self, d: &SinkRow) -> bool {
+        self.log == d.sink
+            && self.log_level == d.log_level
+            && self.drawn == d.drawn
+            && self.link_rate_bps == d.link_rate_bps
+    }
+}
+
+/// Each block's mean 2xx/s of the row and of the baseline, in block order.
+type Blocks = (Vec<f64>, Vec<f64>);
+
+fn blocks(dir: &Path, problems: &mut Vec<Problem>) -> Blocks {
+    let c = crate::paired::input::read_comparison(dir, problems);
+    let mut by: BTreeMap<u32, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for w in &c.windows {
+        let e = by.entry(w.block).or_default();
+        e.0.push(w.row_rps);
+        e.1.push(w.base_rps);
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    by.values().map(|(r, b)| (mean(r), mean(b))).unzip()
+}
+
+/// The one subdirectory of `run` holding `file` (a run's table).
+fn table_dir(run: &Path, has: impl Fn(&Path) -> bool) -> anyhow::Result<PathBuf> {
+    let mut dirs = Vec::new();
+    for e in std::fs::read_dir(run).with_context(|| format!("reading {}", run.display()))? {
+        let p = e?.path();
+        if p.is_dir() && has(&p) {
+            dirs.push(p);
+        }
+    }
+    match dirs.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => anyhow::bail!(
+            "{}: expected one table, found {}",
+            run.display(),
+            dirs.len()
+        ),
+    }
+}
+
+/// Sets the drain run `drain` beside the served run `served`.
+pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
+    let mut problems = Vec::new();
+    let drain_table = table_dir(drain, |p| {
+        !crate::sweep::files_ending(p, ".sinks.json").is_empty()
+    })
+    .context("the drain run (design = \"sinks\")")?;
+    let name = drain_table
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let drains = crate::sinks::build(&name, &drain_table, "", &[], &mut problems).rows;
+    let meta: Meta = serde_json::from_slice(
+        &std::fs::read(served.join("meta.json"))
+            .with_context(|| format!("reading {}/meta.json", served.display()))?,
+    )
+    .with_context(|| format!("{}/meta.json", served.display()))?;
+    if meta.paired.is_empty() {
+        anyhow::bail!(
+            "{}: not a paired run (the served rows are compared against a no-logging baseline)",
+            served.display()
+        );
+    }
+    let served_table = table_dir(served, |p| p.join("table.toml").exists())?;
+    let spec_path = served_table.join("table.toml");
+    let spec: crate::input::TableSpec = toml::from_str(
+        &std::fs::read_to_string(&spec_path)
+            .with_context(|| format!("reading {}", spec_path.display()))?,
+    )
+    .with_context(|| format!("{}", spec_path.display()))?;
+    let label = |row: &str| {
+        spec.row
+            .iter()
+            .find(|r| r.name == row)
+            .and_then(|r| r.label.clone())
+            .unwrap_or_default()
+    };
+    let mut ceilings: BTreeMap<String, (Vec<String>, Vec<f64>)> = BTreeMap::new();
+    let mut sides = Vec::new();
+    for c in &meta.paired {
+        let (Some(row), Some(base)) = (&c.row_sink, &c.base_sink) else {
+            anyhow::bail!(
+                "{}: comparison {} has no sink record (run before sinks were recorded)",
+                served.display(),
+                c.row
+            );
+        };
+        let (row_blocks, base_blocks) = blocks(&served_table.join(&c.row), &mut problems);
+        for (side, sink, b) in [
+            (c.row.clone(), row, &row_blocks),
+            (
+                format!("baseline {} (of {})", c.baseline, c.row),
+                base,
+                &base_blocks,
+            ),
+        ] {
+            if !sink.log_stdout {
+                let e = ceilings.entry(sink.placement()).or_default();
+                e.0.push(side);
+                e.1.extend(b.iter().copied());
+            }
+        }
+        sides.push((c, row.clone(), row_blocks));
+    }
+    let ceilings: Vec<Ceiling> = ceilings
+        .into_iter()
+        .filter_map(|(placement, (from, b))| {
+            let (rps, ci95_pct) = over_blocks(&b)?;
+            Some(Ceiling {
+                placement,
+                from,
+                rps,
+                ci95_pct,
+                blocks: b.len(),
+            })
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for (c, sink, b) in sides {
+        if !sink.log_stdout {
+            continue;
+        }
+        let placement = sink.placement();
+        let Some(d) = drains.iter().find(|d| sink.drains_into(d)) else {
+            problems.push(Problem(format!(
+                "row {}: no drain row for sink {} ({:?}, {:?} bit/s, level {})",
+                c.row, sink.log, sink.drawn, sink.link_rate_bps, sink.log_level
+            )));
+            continue;
+        };
+        let Some(ceiling) = ceilings.iter().find(|x| x.placement == placement) else {
+            problems.push(Problem(format!(
+                "row {}: no no-logging row {placement} to give the ceiling",
+                c.row
+            )));
+            continue;
+        };
+        let Some((measured, ci)) = over_blocks(&b) else {
+            problems.push(Problem(format!("row {}: no block measured", c.row)));
+            continue;
+        };
+        let (predicted, bottleneck) =
+            predict(d.drain_lines_per_s, d.lines_per_request, ceiling.rps);
+        let ratio = measured / predicted;
+        rows.push(LawRow {
+            sink: sink.log.clone(),
+            terminal: sink.drawn.clone(),
+            placement,
+            drain_lines_per_s: d.drain_lines_per_s,
+            predicted_rps: predicted,
+            measured_rps: measured,
+            measured_ci95_pct: ci,
+            bottleneck,
+            row: c.row.clone(),
+            label: label(&c.row),
+            log_level: sink.log_level.clone(),
+            link_rate_bps: sink.link_rate_bps,
+            drain_row: d.row.clone(),
+            drain_ci95_pct: d.drain_ci95_pct,
+            lines_per_request: d.lines_per_request,
+            ceiling_rps: ceiling.rps,
+            measured_over_predicted: ratio,
+            within_tolerance: (ratio - 1.0).abs() <= TOLERANCE,
+            blocks: b.len(),
+        });
+    }
+    if !problems.is_empty() {
+        let all: Vec<String> = problems.into_iter().map(|p| p.0).collect();
+        anyhow::bail!("{}", all.join("; "));
+    }
+    Ok(Law {
+        drain_run: drain.display().to_string(),
+        served_run: served.display().to_string(),
+        ceilings,
+        rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_law_is_the_lesser_of_the_sink_and_the_ceiling() {
+        // 1,000 lines/s at 2 lines a request allows 500/s, below 30,000.
+        assert_eq!(predict(1000.0, 2.0, 30_000.0), (500.0, true));
+        // 90,000 lines/s at 1 line a request: the ceiling holds.
+        assert_eq!(predict(90_000.0, 1.0, 30_000.0), (30_000.0, false));
+    }
+
+    #[test]
+    fn a_rate_is_the_mean_of_block_means_with_t_over_blocks() {
+        // Blocks 800, 900, 1000: mean 900, sd 100, t(0.975, 2) = 4.303,
+        // half-width 4.303 * 100 / sqrt(3) = 248.4, 27.6 % of 900.
+        let (m, ci) = over_blocks(&[800.0, 900.0, 1000.0]).unwrap();
+        assert!((m - 900.0).abs() < 1e-9);
+        assert!((ci.unwrap() - 27.60).abs() < 0.01, "{ci:?}");
+        assert_eq!(over_blocks(&[5.0]), Some((5.0, None)));
+        assert_eq!(over_blocks(&[]), None);
+    }
+}

@@ -1,0 +1,46 @@
+//! `shootout sink-law --drain DRAIN SERVED`: the sink law (issue 24, part
+//! 4) from a drain run (`design = "sinks"`) and a served run (`design =
+//! "paired"`, the same sinks as rows against a no-logging baseline):
+//! writes SERVED/sinks.json, SERVED/sink-law.md and SERVED/sink-law.svg,
+//! each whole or not at all, and prints the markdown.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use analysis::export::{sink_law_md, sink_law_svg};
+use analysis::files::write_atomic;
+
+use super::report_error;
+
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// The drain run: a run directory of design = "sinks".
+    #[arg(long)]
+    drain: PathBuf,
+    /// The served run: a run directory of design = "paired" whose rows log
+    /// into the drain run's sinks; the law's files are written into it.
+    served: PathBuf,
+}
+
+pub(super) fn run(a: Args) -> ExitCode {
+    let out = (|| -> anyhow::Result<String> {
+        let law = analysis::sink_law::law(&a.drain, &a.served)?;
+        let md = sink_law_md::report(&law)?;
+        let svg = sink_law_svg::chart(&law)?;
+        let json = serde_json::to_string_pretty(&law.rows)? + "\n";
+        write_atomic(&a.served.join("sinks.json"), json.as_bytes())?;
+        write_atomic(&a.served.join("sink-law.svg"), &svg)?;
+        write_atomic(&a.served.join("sink-law.md"), md.as_bytes())?;
+        Ok(md)
+    })();
+    match out {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            report_error(&e);
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! `log = "ssh-terminal"` in a served row (issue 24, parts 1-2): the
+//! server is started on its host through `ssh -tt` from this machine, so
+//! its stdout is an sshd pseudo-terminal there and every log line crosses
+//! ssh (a TCP connection of its own, its link optionally shaped for ssh
+//! traffic only) to what takes it here: a drained pseudo-terminal, or
+//! xterm or alacritty on Xvfb. This is an operator who started the server
+//! from an ssh session and left it running in the foreground.
+//!
+//! The pty merges stderr into stdout, so the server's pid and stderr cannot
+//! come back through the terminal: the wrapper writes the pid to a file and
+//! sends stderr to another, which a second ssh follows (`tail -F`). The
+//! server is stopped with SIGTERM on its host; the ssh client here then
+//! exits with the server's status. Dropping one stops everything it
+//! started, there and here.
+
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use crate::config::scenario::{Drawn, SshTerminal};
+use crate::place::host::{Host, HostDir};
+use crate::place::procs::StderrLines;
+use crate::place::remote::{self, RemoteProc};
+use crate::place::running::{Boundaries, CpuReader, Running};
+use crate::place::ssh::{quote, Session};
+use crate::place::ssh_terminal::Shaped;
+use crate::stack::emulator::{Emulator, Kind};
+
+/// The ssh client here: drained, or drawn by an emulator.
+enum Client {
+    Drained(Box<Running>),
+    Drawn(Box<Emulator>),
+}
+
+/// A server under `ssh -tt`, and the ssh client that shows its output.
+pub(crate) struct OverSsh {
+    ssh: Session,
+    pub pid: u32,
+    client: Client,
+    follower: RemoteProc,
+    shaped: Option<Shaped>,
+    status: Option<ExitStatus>,
+}
+
+/// What the server needs to start over ssh.
+pub(crate) struct Start<'a> {
+    pub host: &'a Host,
+    pub terminal: &'a SshTerminal,
+    pub argv: Vec<String>,
+    pub dir: &'a HostDir,
+    pub log_level: &'a str,
+    /// The drained pseudo-terminal's slave, for `terminal = "drained"`.
+    pub stdout: Stdio,
+    /// Private files here (the emulator's).
+    pub tmp: &'a Path,
+}
+
+impl OverSsh {
+    /// Starts the server; returns once its pid is known (its start-up line
+    /// comes on [`OverSsh::stderr`]), with a description for meta.json.
+    pub(crate) fn start(s: Start) -> anyhow::Result<(OverSsh, String)> {
+        let ssh = s.host.ssh()?;
+        let name = ssh.host.name.clone();
+        let shaped = match s.terminal.link_rate_bps {
+            None => None,
+            Some(bps) => {
+                let ns = ssh.host.netns.as_deref().with_context(|| {
+                    format!("host {name} has no netns to shape (link_rate is for stand-ins)")
+                })?;
+                Some(Shaped::apply(ns, bps, ssh.host.port)?)
+            }
+        };
+        let file = |name: &str| format!("{}/server.{name}", s.dir.path);
+        let (pid_file, err_file, exit_file) = (file("pid"), file("stderr"), file("exit"));
+        let line: Vec<String> = s.argv.iter().map(|a| quote(a)).collect();
+        // The server runs as the wrapper's child (so the wrapper can write
+        // its exit status); `$!` is the server itself (a simple command in
+        // the background is exec'd in the forked child; `taskset` execs too).
+        let script = format!(
+            "cd {dir} || exit 1; RUST_LOG={lvl} {argv} 2>{err} & echo $! >{pid}; wait $!; echo $? >{exit}.tmp && mv {exit}.tmp {exit}",
+            dir = quote(&s.dir.path),
+            pid = quote(&pid_file),
+            lvl = quote(s.log_level),
+            argv = line.join(" "),
+            err = quote(&err_file),
+            exit = quote(&exit_file),
+        );
+        let argv = ssh.terminal_argv(&script);
+        let (client, drawn) = match s.terminal.terminal {
+            Drawn::Drained => {
+                let p = Running::here("ssh", &argv, s.stdout)?;
+                (
+                    Client::Drained(Box::new(p)),
+                    "a drained pseudo-terminal".into(),
+                )
+            }
+            Drawn::Xterm | Drawn::Alacritty => {
+                let kind = match s.terminal.terminal {
+                    Drawn::Xterm => Kind::Xterm,
+                    _ => Kind::Alacritty,
+                };
+                let tag = s.tmp.display().to_string();
+                let x = Emulator::start(kind, s.tmp, &argv, &[], &tag)?;
+                let d = x.describe();
+                (Client::Drawn(Box::new(x)), d)
+            }
+        };
+        let mut client = client;
+        let pid = wait_pid(&ssh, &pid_file, &mut client)
+            .with_context(|| format!("host {name}: starting the server through ssh -tt"))?;
+        // Follows the server's stderr until the server has gone, then
+        // exits with its status (255 when the wrapper wrote none within 5
+        // s: it died with its session).
+        let follow = format!(
+            "tail --pid={pid} -n +1 -F {err} >&2 2>/dev/null; n=0; while [ ! -s {exit} ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n+1)); done; [ -s {exit} ] && exit $(cat {exit}); exit 255",
+            err = quote(&err_file),
+            exit = quote(&exit_file),
+        );
+        let follower = RemoteProc::spawn(&ssh, &["sh".into(), "-c".into(), follow], Stdio::null())?;
+        let describe = format!(
+            "server started through ssh -tt to host {name} ({}@{}:{}, a connection of its own), its stdout that session's pseudo-terminal, drawn here by {drawn}{}",
+            ssh.host.user,
+            ssh.host.address,
+            ssh.host.port,
+            shaped
+                .as_ref()
+                .map_or(String::new(), |sh| format!("; {}", sh.describe)),
+        );
+        Ok((
+            OverSsh {
+                ssh,
+                pid,
+                client,
+                follower,
+                shaped,
+                status: None,
+            },
+            describe,
+        ))
+    }
+
+    /// The server's exit status on its host (the follower exits with it),
+    /// once it has exited.
+    pub(crate) fn try_wait(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            self.status = self.follower.wait(Duration::ZERO);
+        }
+        self.status
+    }
+
+    /// SIGTERM to the server on its host, up to `grace` for it to exit,
+    /// then SIGKILL; then the ssh client here goes at once (what ssh still
+    /// carries from before the stop is not the row's).
+    pub(crate) fn stop(&mut self, grace: Duration) -> anyhow::Result<Option<ExitStatus>> {
+        for (sig, wait) in [("TERM", grace), ("KILL", Duration::from_secs(7))] {
+            if self.try_wait().is_some() {
+                break;
+            }
+            self.ssh
+                .run(&format!("kill -{sig} {} 2>/dev/null || true", self.pid))?;
+            let deadline = Instant::now() + wait;
+            while self.try_wait().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        match &mut self.client {
+            Client::Drained(p) => drop(p.stop(Duration::from_secs(5))),
+            Client::Drawn(x) => drop(x.stop(Duration::from_secs(5))),
+        }
+        let _ = self.follower.stop(Duration::from_secs(2));
+        self.shaped.take();
+        Ok(self.status)
+    }
+
+    pub(crate) fn stderr(&self) -> &StderrLines {
+        self.follower.lines()
+    }
+
+    pub(crate) fn cpu_reader(&self, b: Boundaries, scratch: &Path) -> anyhow::Result<CpuReader> {
+        CpuReader::there(&self.ssh, self.pid, b, scratch)
+    }
+
+    pub(crate) fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
+        remote::resident_kib_of(&self.ssh, self.pid)
+    }
+
+    pub(crate) fn usage(&self) -> Option<crate::place::procs::Usage> {
+        remote::usage_of(&self.ssh, self.pid)
+            .ok()
+            .map(|u| crate::place::procs::Usage {
+                cpu_seconds: u.cpu_s,
+                peak_rss_bytes: u.peak_rss_kib * 1024,
+                processes: 1,
+            })
+    }
+}
+
+impl Drop for OverSsh {
+    fn drop(&mut self) {
+        // Idempotent: after a stop, only the (gone) client is asked again.
+        let _ = self.stop(Duration::from_secs(2));
+    }
+}
+
+/// The server's pid from the wrapper's file on its host, within 15 s; an
+/// error with the ssh client's last words when it exits first.
+fn wait_pid(ssh: &Session, pid_file: &str, client: &mut Client) -> anyhow::Result<u32> {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let text = ssh.run(&format!("cat {} 2>/dev/null || true", quote(pid_file)))?;
+        if let Ok(pid) = text.trim().parse::<u32>() {
+            return Ok(pid);
+        }
+        let ended = match client {
+            Client::Drained(p) => p.try_wait().map(|st| (st, p.stderr().tail())),
+            Client::Drawn(x) => x.try_wait().map(|st| (st, String::new())),
+        };
+        if let Some((st, tail)) = ended {
+            bail!("ssh exited ({st}) before the server started: {tail}");
+        }
+        if Instant::now() > deadline {
+            bail!("no server pid within 15 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
