@@ -30,7 +30,8 @@ pub const TOLERANCE: f64 = 0.15;
 #[derive(Debug, Clone, Serialize)]
 pub struct LawRow {
     pub sink: String,
-    /// What took an ssh terminal's output here (`drained`, `xterm`...).
+    /// What took a terminal sink's lines: `drained` (a pseudo-terminal
+    /// the runner drains), `xterm` or `alacritty`; none for files and pipes.
     pub terminal: Option<String>,
     /// `direct`, or `behind nginx (NAME)`.
     pub placement: String,
@@ -110,6 +111,9 @@ struct Comparison {
 
 #[derive(Debug, Clone, Deserialize)]
 struct Sink {
+    /// Empty in runs before it was recorded: any server's drain row then.
+    #[serde(default)]
+    server: String,
     log: String,
     log_level: String,
     log_stdout: bool,
@@ -126,24 +130,38 @@ impl Sink {
         }
     }
 
+    /// What drew (or drained) the lines, for terminal sinks: an ssh
+    /// terminal's `drawn`, else the local sink's own terminal.
+    fn terminal(&self) -> Option<String> {
+        match self.log.as_str() {
+            "ssh-terminal" => self.drawn.clone(),
+            "terminal" => Some("drained".into()),
+            "xterm" | "alacritty" => Some(self.log.clone()),
+            _ => None,
+        }
+    }
+
     fn drains_into(&self, d: &SinkRow) -> bool {
-        self.log == d.sink
+        (self.server.is_empty() || self.server == d.server)
+            && self.log == d.sink
             && self.log_level == d.log_level
             && self.drawn == d.drawn
             && self.link_rate_bps == d.link_rate_bps
     }
 }
 
-/// Each block's mean 2xx/s of the row and of the baseline, in block order.
+/// Each block's mean 2xx/s of the row and of the baseline, in run and
+/// block order (every run of a repeated comparison, `runs = N`).
 type Blocks = (Vec<f64>, Vec<f64>);
 
 fn blocks(dir: &Path, problems: &mut Vec<Problem>) -> Blocks {
-    let c = crate::paired::input::read_comparison(dir, problems);
-    let mut by: BTreeMap<u32, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    for w in &c.windows {
-        let e = by.entry(w.block).or_default();
-        e.0.push(w.row_rps);
-        e.1.push(w.base_rps);
+    let mut by: BTreeMap<(u32, u32), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for (run, c) in crate::paired::input::read_runs(dir, problems) {
+        for w in &c.windows {
+            let e = by.entry((run, w.block)).or_default();
+            e.0.push(w.row_rps);
+            e.1.push(w.base_rps);
+        }
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     by.values().map(|(r, b)| (mean(r), mean(b))).unzip()
@@ -207,7 +225,9 @@ pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
     };
     let mut ceilings: BTreeMap<String, (Vec<String>, Vec<f64>)> = BTreeMap::new();
     let mut sides = Vec::new();
-    for c in &meta.paired {
+    // A repeated comparison appears once per run; its directory holds them all.
+    let mut seen = std::collections::BTreeSet::new();
+    for c in meta.paired.iter().filter(|c| seen.insert(c.row.clone())) {
         let (Some(row), Some(base)) = (&c.row_sink, &c.base_sink) else {
             anyhow::bail!(
                 "{}: comparison {} has no sink record (run before sinks were recorded)",
@@ -274,7 +294,7 @@ pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
         let ratio = measured / predicted;
         rows.push(LawRow {
             sink: sink.log.clone(),
-            terminal: sink.drawn.clone(),
+            terminal: sink.terminal(),
             placement,
             drain_lines_per_s: d.drain_lines_per_s,
             predicted_rps: predicted,
@@ -327,5 +347,106 @@ mod tests {
         assert!((ci.unwrap() - 27.60).abs() < 0.01, "{ci:?}");
         assert_eq!(over_blocks(&[5.0]), Some((5.0, None)));
         assert_eq!(over_blocks(&[]), None);
+    }
+
+    /// A loadgen interval line: `ok` answers in one second.
+    fn interval(index: u64, ok: u64) -> String {
+        format!(
+            r#"{{"type": "interval", "index": {index}, "start_unix_ms": {}, "length_ms": 1000.0, "warmup": false, "ok": {ok}, "non_2xx": {{"1xx": 0, "3xx": 0, "4xx": 0, "5xx": 0, "other": 0}}, "errors": {{"connect": 0, "read": 0, "write": 0, "timeout": 0, "parse": 0, "closed": 0}}, "late": 0, "total_ok": 0, "elapsed_s": 1.0, "latency_us": {{"p50": 1, "p99": 1, "max": 1}}, "histogram": null}}"#,
+            1_000_000 + index * 1000
+        )
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// A served row's two blocks: each block's row and base answers per
+    /// interval (two intervals a block).
+    fn served_row(dir: &Path, row: &str, blocks: [([u64; 2], [u64; 2]); 2]) {
+        for (n, (r, b)) in blocks.iter().enumerate() {
+            let stem = dir.join(row).join(format!("block-0{}-ab", n + 1));
+            let lines = |v: &[u64; 2]| format!("{}\n{}\n", interval(1, v[0]), interval(2, v[1]));
+            write(&stem.with_extension("row.jsonl"), &lines(r));
+            write(&stem.with_extension("base.jsonl"), &lines(b));
+        }
+    }
+
+    #[test]
+    fn a_drain_run_and_a_served_run_joined_by_sink_worked_by_hand() {
+        let root = std::env::temp_dir().join(format!("sink-law-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (drain, served) = (root.join("drain"), root.join("served"));
+        // Drain: 2 lines a request; "slow" drains 1,000 lines/s (allows
+        // 500/s), "fast" 100,000 (allows 50,000).
+        for (row, link, lines) in [("slow", "1000000", 2000), ("fast", "null", 200_000)] {
+            write(
+                &drain.join("t").join(format!("{row}.sinks.json")),
+                &format!(
+                    r#"{{"row": "{row}", "label": "{row}", "server": "actix", "sink": "ssh-terminal", "log_level": "info", "drawn": "drained", "link_rate_bps": {link}, "sample_lines": 200, "sample_requests": 100, "runs": [{{"lines": {lines}, "bytes": 1, "seconds": 2.0}}, {{"lines": {lines}, "bytes": 1, "seconds": 2.0}}]}}"#
+                ),
+            );
+        }
+        let sink = |log: &str, stdout: bool, link: &str| {
+            format!(
+                r#"{{"server": "actix", "log": "{log}", "log_level": "info", "log_stdout": {stdout}, "drawn": {}, "link_rate_bps": {link}, "proxy": null}}"#,
+                if stdout { "\"drained\"" } else { "null" }
+            )
+        };
+        let none = sink("none", false, "null");
+        write(
+            &served.join("meta.json"),
+            &format!(
+                r#"{{"paired": [{{"row": "slow", "baseline": "nolog", "row_sink": {}, "base_sink": {none}}}, {{"row": "fast", "baseline": "nolog", "row_sink": {}, "base_sink": {none}}}]}}"#,
+                sink("ssh-terminal", true, "1000000"),
+                sink("ssh-terminal", true, "null")
+            ),
+        );
+        let t = served.join("t");
+        write(
+            &t.join("table.toml"),
+            "[[row]]\nname = \"slow\"\nlabel = \"a slow sink\"\n",
+        );
+        // slow: blocks of 460 and 500/s; the baseline 10,000/s throughout.
+        served_row(
+            &t,
+            "slow",
+            [([450, 470], [10_000; 2]), ([490, 510], [10_000; 2])],
+        );
+        served_row(
+            &t,
+            "fast",
+            [([9_000; 2], [10_000; 2]), ([9_000; 2], [10_000; 2])],
+        );
+        let got = law(&drain, &served).unwrap();
+        assert_eq!(got.ceilings.len(), 1);
+        assert_eq!(got.ceilings[0].placement, "direct");
+        assert!((got.ceilings[0].rps - 10_000.0).abs() < 1e-9);
+        assert_eq!(got.ceilings[0].blocks, 4);
+        let slow = &got.rows[0];
+        assert_eq!(
+            (slow.row.as_str(), slow.label.as_str()),
+            ("slow", "a slow sink")
+        );
+        assert!((slow.predicted_rps - 500.0).abs() < 1e-9);
+        assert!((slow.measured_rps - 480.0).abs() < 1e-9);
+        // Blocks 460 and 500: sd 28.28, t(0.975, 1) = 12.706, half-width
+        // 12.706 * 28.28 / sqrt(2) = 254.1, 52.9 % of 480.
+        let ci = slow.measured_ci95_pct.unwrap();
+        assert!((ci - 52.94).abs() < 0.05, "{ci}");
+        assert!(slow.bottleneck && slow.within_tolerance);
+        let fast = &got.rows[1];
+        assert!((fast.predicted_rps - 10_000.0).abs() < 1e-9);
+        assert!(!fast.bottleneck);
+        assert!((fast.measured_over_predicted - 0.9).abs() < 1e-9);
+        // A served run without sink records is refused, named.
+        write(
+            &served.join("meta.json"),
+            r#"{"paired": [{"row": "slow", "baseline": "nolog"}]}"#,
+        );
+        let e = law(&drain, &served).unwrap_err().to_string();
+        assert!(e.contains("comparison slow has no sink record"), "{e}");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -27,6 +27,12 @@ pub(super) struct Args {
     /// full, writes go faster than the sink drains.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
     settle: Duration,
+    /// At least this long from one write's start to the next's: lines
+    /// arrive as a server emits them, one at a time, rather than back to
+    /// back (a sink that frames each read, as ssh does, takes them at a
+    /// different rate). None by default: as fast as the sink takes them.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    gap: Duration,
     /// Where to write the report (JSON: lines, bytes, seconds).
     #[arg(long)]
     report: PathBuf,
@@ -72,6 +78,7 @@ fn write_lines(a: &Args) -> anyhow::Result<()> {
     let mut settled = a.settle.is_zero();
     'outer: loop {
         for line in &lines {
+            let due = Instant::now() + a.gap;
             out.write_all(line.as_bytes())
                 .context("writing to the sink")?;
             if !settled && begun.elapsed() >= a.settle {
@@ -86,6 +93,10 @@ fn write_lines(a: &Args) -> anyhow::Result<()> {
                 if start.elapsed() >= a.length {
                     break 'outer;
                 }
+            }
+            // Spin: a sleep's wake-up is coarser than the gaps asked for.
+            while Instant::now() < due {
+                std::hint::spin_loop();
             }
         }
     }

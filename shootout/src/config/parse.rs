@@ -387,6 +387,7 @@ fn row(
         against: o.against.as_ref().map(|a| a.get_ref().clone()),
         slow: slow_clients(o, d, err)?,
         ssh_terminal,
+        log_style_always: false,
     })
 }
 

@@ -264,6 +264,10 @@ pub struct Scenario {
     pub slow: Option<SlowClients>,
     /// Set when `log = "ssh-terminal"`.
     pub ssh_terminal: Option<SshTerminal>,
+    /// Not a file key: the sinks design's sample sets it for terminal
+    /// sinks, so that the server writes (into a file) the lines it writes
+    /// to a terminal, colours included (`RUST_LOG_STYLE=always`).
+    pub log_style_always: bool,
 }
 
 /// Slow clients that run beside a paired row's load against its server

@@ -353,6 +353,7 @@ impl<'a> Side<'a> {
         };
         let (stopped, result) = stack.stop();
         facts.server_exit = stopped.server_exit;
+        facts.link = stopped.link;
         if status.is_some_and(|st| !st.success()) {
             let msg = self.loadgen.as_ref().map(|l| l.stderr().tail());
             bail!(

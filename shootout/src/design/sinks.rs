@@ -3,7 +3,9 @@
 //!
 //! 1. **Sample.** The row's stack starts with its stdout in a file, is
 //!    checked, and loaded for `sample` (closed model, the row's own
-//!    connections and request); the lines it logged during the load, and
+//!    connections and request); for a terminal sink the server is told to
+//!    colour its lines as it does on a terminal (`RUST_LOG_STYLE=always`:
+//!    env_logger's style for a tty). The lines it logged during the load, and
 //!    loadgen's count of answers, give its lines per request. The last
 //!    [`KEEP`] lines go to `ROW.lines.txt`.
 //! 2. **Drain.** `runs` times, a fresh sink of the row's kind (`log`:
@@ -173,6 +175,13 @@ fn sample(
     facts: &mut RowFacts,
 ) -> anyhow::Result<(Vec<String>, u64)> {
     let mut row = job.scenario.clone();
+    // A server whose stdout is a terminal colours its lines (env_logger
+    // sees a tty): 146 bytes where a file gets 110. The writer must write
+    // those.
+    row.log_style_always = matches!(
+        row.log,
+        LogSink::Terminal | LogSink::Xterm | LogSink::Alacritty | LogSink::SshTerminal
+    );
     row.log = LogSink::File;
     row.rate = None;
     let capture = Job::new(job.run, (job.ns_index, &row, 1, job.stem.clone()));

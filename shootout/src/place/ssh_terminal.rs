@@ -164,6 +164,63 @@ impl Shaped {
     }
 }
 
+/// What the shaped class sent: tc's counters of the token bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct LinkStats {
+    /// Bytes on the wire (each frame's whole length, headers included).
+    pub bytes: u64,
+    pub packets: u64,
+    /// Packets the bucket's queue refused (TCP sends them again).
+    pub dropped: u64,
+}
+
+impl Shaped {
+    /// The token bucket's counters so far; none when tc cannot say.
+    pub fn stats(&self) -> Option<LinkStats> {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.netns,
+                "tc",
+                "-s",
+                "qdisc",
+                "show",
+                "dev",
+                &self.dev,
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .ok()?;
+        parse_tbf_stats(&String::from_utf8_lossy(&out.stdout))
+    }
+}
+
+/// The `Sent B bytes P pkt (dropped D, ...` line after `qdisc tbf` in
+/// `tc -s qdisc show` output.
+fn parse_tbf_stats(text: &str) -> Option<LinkStats> {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("qdisc tbf"));
+    lines.next()?;
+    let sent = lines.next()?.trim();
+    let words: Vec<&str> = sent.split_whitespace().collect();
+    let at = |key: &str| -> Option<u64> {
+        let i = words
+            .iter()
+            .position(|w| w.trim_matches(['(', ',']) == key)?;
+        let v = if key == "dropped" {
+            words.get(i + 1)?
+        } else {
+            words.get(i.checked_sub(1)?)?
+        };
+        v.trim_matches([',', ')']).parse().ok()
+    };
+    Some(LinkStats {
+        bytes: at("bytes")?,
+        packets: at("pkt")?,
+        dropped: at("dropped")?,
+    })
+}
+
 impl Drop for Shaped {
     fn drop(&mut self) {
         let _ = tc(&self.netns, &["qdisc", "del", "dev", &self.dev, "root"]);
@@ -199,5 +256,24 @@ fn only_link(netns: &str) -> anyhow::Result<String> {
     match links.as_slice() {
         [one] => Ok(one.clone()),
         _ => bail!("namespace {netns}: expected one link besides lo, found {links:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_bucket_counters_from_tc() {
+        let text = "qdisc htb 1: dev shh1b root refcnt 3 r2q 10 default 0 direct_packets_stat 1470395 direct_qlen 1000\n Sent 258738661 bytes 1470647 pkt (dropped 161, overlimits 191 requeues 0) \n backlog 0b 0p requeues 0\nqdisc tbf 10: dev shh1b parent 1:1 rate 1Mbit burst 12112b lat 100ms \n Sent 255189 bytes 252 pkt (dropped 336, overlimits 18179 requeues 0) \n backlog 0b 0p requeues 0\n";
+        assert_eq!(
+            parse_tbf_stats(text),
+            Some(LinkStats {
+                bytes: 255_189,
+                packets: 252,
+                dropped: 336
+            })
+        );
+        assert_eq!(parse_tbf_stats("qdisc noqueue 0: dev lo root\n"), None);
     }
 }

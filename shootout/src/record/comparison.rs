@@ -27,6 +27,12 @@ pub struct BlockRecord {
     pub row_slow: Option<loadgen::SlowRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_slow: Option<loadgen::SlowRecord>,
+    /// What each side's shaped ssh link carried (ssh-terminal rows with
+    /// `link_rate`): bytes on the wire ÷ `acknowledged` is bytes per answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row_link: Option<crate::place::ssh_terminal::LinkStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_link: Option<crate::place::ssh_terminal::LinkStats>,
     pub seconds: f64,
     pub error: Option<String>,
 }
@@ -65,6 +71,8 @@ pub struct ComparisonRecord {
 /// in front.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SinkRecord {
+    /// `actix` or `ntex` (the drain run's rows name their server so).
+    pub server: String,
     /// `none`, `file`, `pipe`, `terminal`, `xterm`, `alacritty`,
     /// `ssh-terminal`.
     pub log: String,
@@ -81,6 +89,7 @@ pub struct SinkRecord {
 impl SinkRecord {
     pub fn of(s: &Scenario) -> SinkRecord {
         SinkRecord {
+            server: format!("{:?}", s.server).to_lowercase(),
             log: s.log.file_name(),
             log_level: s.log_level.clone(),
             log_stdout: s.features.iter().any(|f| f == "log-stdout"),
@@ -116,6 +125,7 @@ pub struct SideFacts {
     pub loadgen_exit: Option<i32>,
     pub server_exit: Option<i32>,
     pub slow: Option<loadgen::SlowRecord>,
+    pub link: Option<crate::place::ssh_terminal::LinkStats>,
 }
 
 impl BlockRecord {
@@ -143,6 +153,8 @@ impl BlockRecord {
             base_server_exit: base.server_exit,
             row_slow: row.slow,
             base_slow: base.slow,
+            row_link: row.link,
+            base_link: base.link,
             seconds,
             error,
         }

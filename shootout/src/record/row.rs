@@ -28,6 +28,10 @@ pub struct RowRecord {
     pub log_file_bytes: Option<u64>,
     /// Bytes the server wrote to its stdout pipe, terminal or file.
     pub server_stdout_bytes: u64,
+    /// What a shaped ssh link carried (`log = "ssh-terminal"` with
+    /// `link_rate`), from the server's start to its stop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<crate::place::ssh_terminal::LinkStats>,
     pub server: Usage,
     pub nginx: Option<Usage>,
     pub loadgen: Usage,
@@ -104,6 +108,7 @@ impl RowRecord {
             log_file,
             log_file_bytes: stopped.log_file_bytes,
             server_stdout_bytes: stopped.server_stdout_bytes,
+            link: stopped.link,
             server: facts.server,
             nginx: facts.nginx,
             loadgen: facts.loadgen,

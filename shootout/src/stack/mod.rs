@@ -71,6 +71,9 @@ pub struct Stopped {
     pub nginx_exit: Option<i32>,
     pub server_stdout_bytes: u64,
     pub log_file_bytes: Option<u64>,
+    /// `log = "ssh-terminal"` with `link_rate`: what the shaped link
+    /// carried from the server's start to its stop.
+    pub link: Option<crate::place::ssh_terminal::LinkStats>,
 }
 
 impl Stack {
@@ -271,6 +274,7 @@ impl Stack {
         }));
         self.stderr_done.store(true, Ordering::Relaxed);
         out.server_exit = exit.and_then(|s| s.code());
+        out.link = self.server.link();
         out.server_stdout_bytes = self.sink.take().map_or(0, Sink::finish)
             + self
                 .stdout_file
@@ -338,10 +342,14 @@ fn launch(
         let terminal = Some(x.describe());
         return Ok((ServerProc::InTerminal(Box::new(x), lines), terminal));
     }
+    let mut env = vec![("RUST_LOG", s.log_level.clone())];
+    if s.log_style_always {
+        env.push(("RUST_LOG_STYLE", "always".into()));
+    }
     let proc_ = place.server.spawn(Launch {
         name: "server",
         argv,
-        env: vec![("RUST_LOG", s.log_level.clone())],
+        env,
         stdout,
         session: true,
     })?;

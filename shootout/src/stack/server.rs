@@ -99,6 +99,14 @@ impl ServerProc {
         }
     }
 
+    /// What a shaped ssh link carried (ssh-terminal rows with `link_rate`).
+    pub(crate) fn link(&self) -> Option<crate::place::ssh_terminal::LinkStats> {
+        match self {
+            ServerProc::OverSsh(o) => o.link(),
+            _ => None,
+        }
+    }
+
     pub(crate) fn usage(&self) -> Option<Usage> {
         match self {
             ServerProc::Started(p) => p.usage(),

@@ -25,7 +25,7 @@ use crate::place::procs::StderrLines;
 use crate::place::remote::{self, RemoteProc};
 use crate::place::running::{Boundaries, CpuReader, Running};
 use crate::place::ssh::{quote, Session};
-use crate::place::ssh_terminal::Shaped;
+use crate::place::ssh_terminal::{LinkStats, Shaped};
 use crate::stack::emulator::{Emulator, Kind};
 
 /// The ssh client here: drained, or drawn by an emulator.
@@ -41,6 +41,8 @@ pub(crate) struct OverSsh {
     client: Client,
     follower: RemoteProc,
     shaped: Option<Shaped>,
+    /// The shaped class's counters when the server stopped.
+    link: Option<LinkStats>,
     status: Option<ExitStatus>,
 }
 
@@ -135,6 +137,7 @@ impl OverSsh {
                 client,
                 follower,
                 shaped,
+                link: None,
                 status: None,
             },
             describe,
@@ -170,8 +173,15 @@ impl OverSsh {
             Client::Drawn(x) => drop(x.stop(Duration::from_secs(5))),
         }
         let _ = self.follower.stop(Duration::from_secs(2));
-        self.shaped.take();
+        if let Some(sh) = self.shaped.take() {
+            self.link = sh.stats();
+        }
         Ok(self.status)
+    }
+
+    /// What the shaped link carried from start to stop (after a stop).
+    pub(crate) fn link(&self) -> Option<LinkStats> {
+        self.link
     }
 
     pub(crate) fn stderr(&self) -> &StderrLines {
