@@ -9,7 +9,8 @@
 //!
 //! Rows are joined by what the scenario files set: the sink's name, its
 //! level, and for an ssh terminal what drew it and the link's rate. A
-//! measured rate is the mean over blocks of each block's mean 2xx/s, with
+//! measured rate is the mean over blocks of each block's mean 2xx/s (over
+//! every measured interval, those with no answer too), with
 //! Student's t over blocks (blocks are the independent unit; seconds within
 //! one are autocorrelated). A placement's ceiling pools every block of its
 //! no-logging sides (the build without `log-stdout`).
@@ -71,6 +72,7 @@ pub struct Ceiling {
 /// Both runs set side by side.
 #[derive(Debug, Clone, Serialize)]
 pub struct Law {
+    /// The runs' directory names (siblings under `results/`).
     pub drain_run: String,
     pub served_run: String,
     pub ceilings: Vec<Ceiling>,
@@ -154,17 +156,78 @@ impl Sink {
 /// block order (every run of a repeated comparison, `runs = N`).
 type Blocks = (Vec<f64>, Vec<f64>);
 
+/// Unlike the paired ratios, which need both sides' windows with answers
+/// (a log ratio of 0 is undefined), a rate here counts every measured
+/// interval of its side, those with no answer too: a server stalled for a
+/// second behind its sink answered nothing in it. Left out: warm-up and a
+/// closing fragment (length off the block's median by more than
+/// [`crate::paired::input::LENGTH_TOLERANCE`]).
 fn blocks(dir: &Path, problems: &mut Vec<Problem>) -> Blocks {
-    let mut by: BTreeMap<(u32, u32), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    for (run, c) in crate::paired::input::read_runs(dir, problems) {
-        for w in &c.windows {
-            let e = by.entry((run, w.block)).or_default();
-            e.0.push(w.row_rps);
-            e.1.push(w.base_rps);
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("run-"))
+        })
+        .collect();
+    runs.sort();
+    if runs.is_empty() {
+        runs.push(dir.to_path_buf());
+    }
+    let mut out: Blocks = (Vec::new(), Vec::new());
+    for run in runs {
+        for row_log in crate::sweep::files_ending(&run, ".row.jsonl") {
+            let base_log = PathBuf::from(
+                row_log
+                    .display()
+                    .to_string()
+                    .replace(".row.jsonl", ".base.jsonl"),
+            );
+            match (side_mean(&row_log), side_mean(&base_log)) {
+                (Ok(r), Ok(b)) => {
+                    out.0.push(r);
+                    out.1.push(b);
+                }
+                (r, b) => problems.extend(
+                    r.err()
+                        .into_iter()
+                        .chain(b.err())
+                        .map(|e| Problem(format!("{e:#}"))),
+                ),
+            }
         }
     }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    by.values().map(|(r, b)| (mean(r), mean(b))).unzip()
+    out
+}
+
+/// The mean 2xx/s over one side's measured intervals in a block's log.
+fn side_mean(log: &Path) -> anyhow::Result<f64> {
+    let text =
+        std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+    let intervals: Vec<loadgen::IntervalRecord> = text
+        .lines()
+        .filter_map(|l| match serde_json::from_str::<loadgen::Record>(l) {
+            Ok(loadgen::Record::Interval(i)) if !i.warmup => Some(i),
+            _ => None,
+        })
+        .collect();
+    let mut lengths: Vec<f64> = intervals.iter().map(|i| i.length_ms).collect();
+    lengths.sort_by(f64::total_cmp);
+    let median = lengths.get(lengths.len() / 2).copied().unwrap_or(0.0);
+    let tol = crate::paired::input::LENGTH_TOLERANCE;
+    let rates: Vec<f64> = intervals
+        .iter()
+        .filter(|i| (i.length_ms - median).abs() <= tol * median && i.length_ms > 0.0)
+        .map(|i| i.ok as f64 * 1000.0 / i.length_ms)
+        .collect();
+    if rates.is_empty() {
+        anyhow::bail!("{}: no measured interval", log.display());
+    }
+    Ok(rates.iter().sum::<f64>() / rates.len() as f64)
 }
 
 /// The one subdirectory of `run` holding `file` (a run's table).
@@ -318,9 +381,14 @@ pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
         let all: Vec<String> = problems.into_iter().map(|p| p.0).collect();
         anyhow::bail!("{}", all.join("; "));
     }
+    let name = |p: &Path| {
+        p.file_name().map_or(p.display().to_string(), |n| {
+            n.to_string_lossy().into_owned()
+        })
+    };
     Ok(Law {
-        drain_run: drain.display().to_string(),
-        served_run: served.display().to_string(),
+        drain_run: name(drain),
+        served_run: name(served),
         ceilings,
         rows,
     })

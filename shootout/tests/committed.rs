@@ -1,6 +1,6 @@
 //! The committed results that analysis's regression test does not cover:
 //! every `calibration.json` is recomputed from its run's `meta.json` and raw
-//! windows, and every script run (`meta.json` with `"script"`) re-renders
+//! windows, every sink law (`sink-law.json`) from its two runs, and every script run (`meta.json` with `"script"`) re-renders
 //! its README.md from its raw files.
 
 use std::path::{Path, PathBuf};
@@ -94,4 +94,28 @@ fn committed_script_runs_render_from_their_raw_files() {
         checked += 1;
     }
     assert!(checked >= 1, "no committed script run found");
+}
+
+#[test]
+fn committed_sink_laws_match_their_runs() {
+    let mut checked = 0;
+    for dir in runs()
+        .into_iter()
+        .filter(|d| d.join("sink-law.json").is_file())
+    {
+        let law: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("sink-law.json")).unwrap()).unwrap();
+        let drain = results().join(law["drain_run"].as_str().unwrap());
+        let fresh = analysis::sink_law::law(&drain, &dir)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()));
+        for (name, bytes) in analysis::export::sink_law_md::files(&fresh).unwrap() {
+            assert!(
+                std::fs::read(dir.join(name)).unwrap() == bytes,
+                "{}/{name} differs from a fresh computation",
+                dir.display()
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 1, "no committed sink law found");
 }

@@ -469,6 +469,9 @@ fn an_ssh_terminal_sink_runs_through_ssh_and_a_shaped_link() {
         );
         assert!(lines > 0.0, "{r}");
         assert_eq!(r["settle_s"], 0.3, "{r}");
+        // The server's lines as it writes them to a terminal: coloured
+        // (about 146 bytes; 110 in a file).
+        assert!(bytes / lines > 130.0, "{r}");
         // The shaper holds: no run took more than the link carries (1 MB/s
         // at 8 Mbit/s, with room for tbf's burst and the writer's last
         // write). A limit, not a speed: a slow machine only lowers it.
@@ -612,11 +615,13 @@ fn a_served_row_logs_into_an_ssh_terminal() {
         "{path}"
     );
     assert!(path.contains("for sshd's traffic only"), "{path}");
-    // The lines crossed ssh to the pseudo-terminal drained here.
+    // The lines crossed ssh to the pseudo-terminal drained here, through
+    // the shaped class, whose counters were kept.
     assert!(
         shaped["server_stdout_bytes"].as_u64().unwrap() > 0,
         "{shaped}"
     );
+    assert!(shaped["link"]["bytes"].as_u64().unwrap() > 0, "{shaped}");
     let log = std::fs::read_to_string(run.join("served-ssh/shaped.jsonl")).unwrap();
     let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
     assert!(last["ok"].as_u64().unwrap() > 0, "{last}");

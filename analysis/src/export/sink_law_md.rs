@@ -16,8 +16,8 @@ pub fn report(law: &Law) -> Result<String, std::fmt::Error> {
     writeln!(
         out,
         "Predicted 2xx/s = min(drain lines/s ÷ lines per request, the placement's no-logging \
-         rate). Drain rates come from the drain run `{}` (each sink alone, fed a server's own \
-         log lines); measured rates from the served run `{}` (each row against a no-logging \
+         rate). Drain rates come from the drain run `results/{}` (each sink alone, fed a server's own \
+         log lines); measured rates from the served run `results/{}` (each row against a no-logging \
          baseline). A measured rate is the mean of each block's mean 2xx/s, with a 95 % \
          interval over blocks (Student's t); a ceiling pools every block of the placement's \
          no-logging sides. The law holds on a row when measured ÷ predicted is within ±{:.0} %. \
@@ -52,7 +52,7 @@ pub fn report(law: &Law) -> Result<String, std::fmt::Error> {
     writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|")?;
     for r in &law.rows {
         let mut sink = r.sink.clone();
-        if let Some(t) = &r.terminal {
+        if let Some(t) = r.terminal.as_ref().filter(|t| **t != r.sink) {
             sink += &format!(", {t}");
         }
         if let Some(bps) = r.link_rate_bps {
@@ -74,12 +74,38 @@ pub fn report(law: &Law) -> Result<String, std::fmt::Error> {
             if r.within_tolerance { "yes" } else { "no" },
         )?;
     }
-    let held = law.rows.iter().filter(|r| r.bottleneck).collect::<Vec<_>>();
-    writeln!(
-        out,
-        "\nWhere the sink is the bottleneck, the law held on {} of {} rows.\n\n![measured against drain](sink-law.svg)",
-        held.iter().filter(|r| r.within_tolerance).count(),
-        held.len()
-    )?;
+    let bound: Vec<_> = law.rows.iter().filter(|r| r.bottleneck).collect();
+    if bound.is_empty() {
+        writeln!(
+            out,
+            "\nNo row's sink drains slower than the no-logging rate: the law predicts that rate for every row, and the rows' shortfall from it is what logging costs besides the sink's drain."
+        )?;
+    } else {
+        writeln!(
+            out,
+            "\nWhere the sink is the bottleneck, the law held on {} of {} rows.",
+            bound.iter().filter(|r| r.within_tolerance).count(),
+            bound.len()
+        )?;
+    }
+    writeln!(out, "\n![measured against drain](sink-law.svg)")?;
     Ok(out)
+}
+
+/// Every file the law writes into the served run, by name: `sinks.json`
+/// (one object per row), `sink-law.json` (the whole law: runs, ceilings,
+/// rows), `sink-law.md` and `sink-law.svg`.
+pub fn files(law: &Law) -> anyhow::Result<Vec<(&'static str, Vec<u8>)>> {
+    Ok(vec![
+        (
+            "sinks.json",
+            (serde_json::to_string_pretty(&law.rows)? + "\n").into_bytes(),
+        ),
+        (
+            "sink-law.json",
+            (serde_json::to_string_pretty(law)? + "\n").into_bytes(),
+        ),
+        ("sink-law.md", report(law)?.into_bytes()),
+        ("sink-law.svg", super::sink_law_svg::chart(law)?),
+    ])
 }

@@ -1,13 +1,15 @@
 //! `shootout sink-law --drain DRAIN SERVED`: the sink law (issue 24, part
 //! 4) from a drain run (`design = "sinks"`) and a served run (`design =
 //! "paired"`, the same sinks as rows against a no-logging baseline):
-//! writes SERVED/sinks.json, SERVED/sink-law.md and SERVED/sink-law.svg,
-//! each whole or not at all, and prints the markdown.
+//! writes SERVED/sinks.json, sink-law.json, sink-law.md and sink-law.svg,
+//! each whole or not at all, and prints the markdown. The drain run is
+//! named by its directory name in them: keep both runs side by side under
+//! `results/`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use analysis::export::{sink_law_md, sink_law_svg};
+use analysis::export::sink_law_md;
 use analysis::files::write_atomic;
 
 use super::report_error;
@@ -25,13 +27,11 @@ pub(super) struct Args {
 pub(super) fn run(a: Args) -> ExitCode {
     let out = (|| -> anyhow::Result<String> {
         let law = analysis::sink_law::law(&a.drain, &a.served)?;
-        let md = sink_law_md::report(&law)?;
-        let svg = sink_law_svg::chart(&law)?;
-        let json = serde_json::to_string_pretty(&law.rows)? + "\n";
-        write_atomic(&a.served.join("sinks.json"), json.as_bytes())?;
-        write_atomic(&a.served.join("sink-law.svg"), &svg)?;
-        write_atomic(&a.served.join("sink-law.md"), md.as_bytes())?;
-        Ok(md)
+        let files = sink_law_md::files(&law)?;
+        for (name, bytes) in &files {
+            write_atomic(&a.served.join(name), bytes)?;
+        }
+        Ok(sink_law_md::report(&law)?)
     })();
     match out {
         Ok(text) => {
