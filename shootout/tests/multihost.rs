@@ -555,10 +555,31 @@ server = "ntex"
 features = ["log-file"]
 server_host = "server"
 load_hosts = ["load1"]
+
+[[scenario]]
+name = "stdout-pipe"
+server = "ntex"
+features = ["log-stdout"]
+log = "pipe"
+server_host = "server"
+load_hosts = ["load1"]
+
+[[scenario]]
+name = "stdout-pty"
+server = "actix"
+features = ["log-stdout"]
+log = "terminal"
+server_host = "server"
+load_hosts = ["load1"]
 "#;
     let file = scenario_file(dir.path(), "files.toml", rows);
     let (run, meta) = run_to_end(&file, dir.path());
-    for (i, key) in [(0, "server_stdout_bytes"), (1, "log_file_bytes")] {
+    for (i, key) in [
+        (0, "server_stdout_bytes"),
+        (1, "log_file_bytes"),
+        (2, "server_stdout_bytes"),
+        (3, "server_stdout_bytes"),
+    ] {
         let row = &meta["rows"][i];
         assert!(row["error"].is_null(), "{row}");
         let name = row["scenario"].as_str().unwrap();
@@ -575,6 +596,13 @@ load_hosts = ["load1"]
             bytes >= 50 * answered,
             "{key} {bytes} for {answered}: {row}"
         );
+        if name == "stdout-pty" {
+            // A terminal on the server's host: the server saw a tty and
+            // coloured its lines (about 137 bytes and a carriage return).
+            let t = row["terminal"].as_str().unwrap_or_default();
+            assert!(t.contains("script(1) drains"), "{row}");
+            assert!(bytes >= 130 * answered, "{bytes} for {answered}: {row}");
+        }
     }
     nothing_left(&hosts);
 }

@@ -827,8 +827,8 @@ fn sweep_design(
 }
 
 /// The row's ssh terminal (`log = "ssh-terminal"`), checked against its
-/// hosts: a remote row logs to none, a file or an ssh terminal, and a
-/// served ssh terminal's server runs on its ssh host.
+/// hosts: a remote row logs to none, a file, a pipe, a pty or an ssh
+/// terminal, and a served ssh terminal's server runs on its ssh host.
 fn ssh_terminal_of(
     o: &Settings,
     d: &Settings,
@@ -848,10 +848,19 @@ fn ssh_terminal_of(
     };
     let ssh_terminal =
         crate::config::ssh_terminal::check(log, keys, remote, at).map_err(|(a, m)| err(a, m))?;
-    if hosts.is_some() && !matches!(log, LogSink::None | LogSink::File | LogSink::SshTerminal) {
+    if hosts.is_some()
+        && !matches!(
+            log,
+            LogSink::None
+                | LogSink::File
+                | LogSink::Pipe
+                | LogSink::Terminal
+                | LogSink::SshTerminal
+        )
+    {
         return Err(err(
             at,
-            "a row on remote hosts logs to none, file (a file on the server's host) or ssh-terminal so far"
+            "a row on remote hosts logs to none, file, pipe or terminal (on the server's host) or ssh-terminal so far"
                 .into(),
         ));
     }

@@ -160,11 +160,11 @@ fn remote_rows_log_to_none_a_file_or_an_ssh_terminal_on_their_host() {
     let path = std::path::Path::new("t.toml");
     let f = crate::config::parse::parse(path, &row("file")).unwrap();
     assert_eq!(f.scenarios[0].log, crate::config::scenario::LogSink::File);
-    let e = crate::config::parse::parse(path, &row("terminal"))
+    let e = crate::config::parse::parse(path, &row("xterm"))
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("t.toml:20: a row on remote hosts logs to none, file"),
+        e.starts_with("t.toml:20: a row on remote hosts logs to none, file, pipe or terminal"),
         "{e}"
     );
     // A served ssh terminal: the server runs on the ssh host.

@@ -247,26 +247,32 @@ impl Host {
     }
 
     /// A file sink for a server's stdout on this host: here the runner
-    /// opens `local` and hands it over as stdout (`None` back: `argv` is
-    /// unchanged); on a remote host `argv` is wrapped to send its stdout
-    /// to `name` in `dir` there (`sh -c 'exec "$@" >FILE'`, which keeps the
-    /// server's pid), and the new argv comes back. The path is the file's
-    /// on this host, for [`Host::file_size`].
+    /// opens `local` and hands it over as stdout (`argv` comes back
+    /// unchanged, `false`); on a remote host `argv` is wrapped to send its
+    /// stdout to `server-stdout.txt` in `dir` there and the new argv comes
+    /// back (`true`): straight into the file (`sh -c 'exec "$@" >FILE'`),
+    /// or with `pipe` through a FIFO that `cat` drains into the file, as
+    /// the local pipe sink's reader does. Either keeps the server's pid
+    /// (`exec`). The path is the file's on this host, for
+    /// [`Host::file_size`].
     pub fn stdout_file(
         &self,
         argv: Vec<String>,
         dir: &HostDir,
         local: &Path,
+        pipe: bool,
     ) -> (Vec<String>, String, bool) {
         match self {
             Host::Remote(_) => {
                 let file = format!("{}/server-stdout.txt", dir.path);
-                let mut v = vec![
-                    "sh".to_string(),
-                    "-c".into(),
-                    "exec \"$@\" >\"$0\"".into(),
-                    file.clone(),
-                ];
+                let script = if pipe {
+                    // The FIFO exists before the reader starts and before the
+                    // server's stdout opens it (which waits for the reader).
+                    "mkfifo \"$0.fifo\" || exit 1; cat \"$0.fifo\" >\"$0\" & exec \"$@\" >\"$0.fifo\""
+                } else {
+                    "exec \"$@\" >\"$0\""
+                };
+                let mut v = vec!["sh".to_string(), "-c".into(), script.into(), file.clone()];
                 v.extend(argv);
                 (v, file, true)
             }

@@ -153,6 +153,16 @@ impl Session {
         cmd
     }
 
+    /// `ssh … HOST -- script` as an argument vector (through the master).
+    pub fn argv(&self, script: &str) -> Vec<String> {
+        let mut v = vec!["ssh".to_string()];
+        v.extend(self.options());
+        v.push(self.destination());
+        v.push("--".into());
+        v.push(script.into());
+        v
+    }
+
     /// `ssh -tt … HOST -- script` as an argument vector: the script gets
     /// a pseudo-terminal on the host (sshd's) even when this side's stdin
     /// is none, and its output comes back on ssh's stdout. On a TCP

@@ -401,7 +401,6 @@ pub fn nginx_version() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     /// A fake PATH directory, and a fake `apt-get` outside it that logs its
     /// arguments and, on `install`, puts the packages' programs on the PATH
@@ -431,9 +430,20 @@ mod tests {
         (tmp, env)
     }
 
+    /// Written by a child process: a file this process held open for
+    /// writing could be inherited by a child that another test thread forks
+    /// at that moment, and running the file would then fail with "Text
+    /// file busy" (ETXTBSY) until that child execs (it did, once in CI).
     fn exe(path: &Path, text: &str) {
-        std::fs::write(path, text).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        use std::io::Write;
+        let mut c = Command::new("sh")
+            .args(["-c", "cat >\"$0\" && chmod 755 \"$0\""])
+            .arg(path)
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        assert!(c.wait().unwrap().success());
     }
 
     fn apt_log(tmp: &tempfile::TempDir) -> Option<String> {

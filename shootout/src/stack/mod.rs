@@ -104,16 +104,28 @@ impl Stack {
             .file_args(Path::new(&files.path))
             .into_iter()
             .find_map(|(flag, path)| (flag == "--log-file").then_some(path));
-        // On a remote host a file sink is the host's own file: the server's
-        // stdout is redirected there, and nothing comes back over ssh.
-        // A file sink is a file on the server's host (here, the runner's
-        // `Sink` opens it); its size is the bytes the server wrote.
+        // A file or pipe sink ends in a file on the server's host (here, the
+        // runner's `Sink` opens it or drains the pipe into it; on a remote
+        // host the server's stdout is redirected there, and nothing comes
+        // back over ssh); its size is the bytes the server wrote.
         let local_out = spec.tmp.join("server-stdout.txt");
         let (argv, stdout_file, local_sink) = match s.log {
-            LogSink::File => {
-                let (argv, path, wrapped) = place.server.stdout_file(argv, &files, &local_out);
-                let sink = if wrapped { LogSink::None } else { s.log };
-                (argv, Some(path), sink)
+            LogSink::File | LogSink::Pipe => {
+                let pipe = s.log == LogSink::Pipe;
+                let (argv, path, wrapped) =
+                    place.server.stdout_file(argv, &files, &local_out, pipe);
+                match (wrapped, s.log) {
+                    // The host's own file (or FIFO and file) takes it.
+                    (true, _) => (argv, Some(path), LogSink::None),
+                    // Here a pipe's reader counts what it drains into the file.
+                    (false, LogSink::Pipe) => (argv, None, LogSink::Pipe),
+                    (false, _) => (argv, Some(path), s.log),
+                }
+            }
+            // A pty on a remote host is drained there (by `script`, into a
+            // file whose size is the bytes).
+            LogSink::Terminal if place.server.ssh().is_ok() => {
+                (argv, Some(host_stdout(&files)), LogSink::None)
             }
             // An ssh terminal drained here is a pseudo-terminal drained here
             // (ssh's output is what it reads).
@@ -299,6 +311,11 @@ impl Stack {
     }
 }
 
+/// Where a remote host's file or pty sink leaves the server's stdout.
+fn host_stdout(files: &HostDir) -> String {
+    format!("{}/server-stdout.txt", files.path)
+}
+
 /// Starts the server of `spec` on `place.server` as its log sink asks:
 /// inside a terminal emulator here, through `ssh -tt`, or plainly with
 /// `stdout` as its stdout; with a description of the terminal, if any.
@@ -316,14 +333,21 @@ fn launch(
         LogSink::Alacritty => Some(emulator::Kind::Alacritty),
         _ => None,
     };
-    if let Some(t) = s
+    let on_host = (s.log == LogSink::Terminal && place.server.ssh().is_ok()).then(|| {
+        ssh_served::Where::OnHost {
+            out: host_stdout(files),
+        }
+    });
+    let over_ssh = s
         .ssh_terminal
         .as_ref()
         .filter(|_| s.log == LogSink::SshTerminal)
-    {
+        .map(ssh_served::Where::Here)
+        .or(on_host);
+    if let Some(terminal) = over_ssh {
         let (o, describe) = OverSsh::start(ssh_served::Start {
             host: &place.server,
-            terminal: t,
+            terminal,
             argv,
             dir: files,
             log_level: &s.log_level,

@@ -46,10 +46,19 @@ pub(crate) struct OverSsh {
     status: Option<ExitStatus>,
 }
 
+/// Where the server's terminal is drained or drawn.
+pub(crate) enum Where<'a> {
+    /// Here, through `ssh -tt` (`log = "ssh-terminal"`).
+    Here(&'a SshTerminal),
+    /// On the server's host: a pty that util-linux `script` drains into
+    /// `out` there (`log = "terminal"` on a remote host).
+    OnHost { out: String },
+}
+
 /// What the server needs to start over ssh.
 pub(crate) struct Start<'a> {
     pub host: &'a Host,
-    pub terminal: &'a SshTerminal,
+    pub terminal: Where<'a>,
     pub argv: Vec<String>,
     pub dir: &'a HostDir,
     pub log_level: &'a str,
@@ -65,7 +74,11 @@ impl OverSsh {
     pub(crate) fn start(s: Start) -> anyhow::Result<(OverSsh, String)> {
         let ssh = s.host.ssh()?;
         let name = ssh.host.name.clone();
-        let shaped = match s.terminal.link_rate_bps {
+        let rate = match &s.terminal {
+            Where::Here(t) => t.link_rate_bps,
+            Where::OnHost { .. } => None,
+        };
+        let shaped = match rate {
             None => None,
             Some(bps) => {
                 let ns = ssh.host.netns.as_deref().with_context(|| {
@@ -89,29 +102,30 @@ impl OverSsh {
             err = quote(&err_file),
             exit = quote(&exit_file),
         );
-        let argv = ssh.terminal_argv(&script);
-        let (client, drawn) = match s.terminal.terminal {
-            Drawn::Drained => {
-                let p = Running::here("ssh", &argv, s.stdout)?;
+        let (client, drawn) = match &s.terminal {
+            Where::OnHost { out } => {
+                // `script` gives the server a pty and copies what it reads
+                // to its stdout, here the file; it runs `$SHELL -c` on the
+                // wrapper. Nothing comes back over ssh.
+                let on_host = format!(
+                    "cd {dir} || exit 1; exec script -q -f -c {script} /dev/null >{out}",
+                    dir = quote(&s.dir.path),
+                    script = quote(&script),
+                    out = quote(out),
+                );
+                let p = Running::here("ssh", &ssh.argv(&on_host), Stdio::null())?;
                 (
                     Client::Drained(Box::new(p)),
-                    "a drained pseudo-terminal".into(),
+                    format!(
+                        "a pseudo-terminal on host {name} that script(1) drains into a file there"
+                    ),
                 )
             }
-            Drawn::Xterm | Drawn::Alacritty => {
-                let kind = match s.terminal.terminal {
-                    Drawn::Xterm => Kind::Xterm,
-                    _ => Kind::Alacritty,
-                };
-                let tag = s.tmp.display().to_string();
-                let x = Emulator::start(kind, s.tmp, &argv, &[], &tag)?;
-                let d = x.describe();
-                (Client::Drawn(Box::new(x)), d)
-            }
+            Where::Here(t) => client_here(t, ssh.terminal_argv(&script), s.stdout, s.tmp)?,
         };
         let mut client = client;
         let pid = wait_pid(&ssh, &pid_file, &mut client)
-            .with_context(|| format!("host {name}: starting the server through ssh -tt"))?;
+            .with_context(|| format!("host {name}: starting the server in its terminal"))?;
         // Follows the server's stderr until the server has gone, then
         // exits with its status (255 when the wrapper wrote none within 5
         // s: it died with its session).
@@ -121,15 +135,18 @@ impl OverSsh {
             exit = quote(&exit_file),
         );
         let follower = RemoteProc::spawn(&ssh, &["sh".into(), "-c".into(), follow], Stdio::null())?;
-        let describe = format!(
-            "server started through ssh -tt to host {name} ({}@{}:{}, a connection of its own), its stdout that session's pseudo-terminal, drawn here by {drawn}{}",
-            ssh.host.user,
-            ssh.host.address,
-            ssh.host.port,
-            shaped
-                .as_ref()
-                .map_or(String::new(), |sh| format!("; {}", sh.describe)),
-        );
+        let describe = match &s.terminal {
+            Where::OnHost { .. } => format!("server's stdout {drawn}"),
+            Where::Here(_) => format!(
+                "server started through ssh -tt to host {name} ({}@{}:{}, a connection of its own), its stdout that session's pseudo-terminal, drawn here by {drawn}{}",
+                ssh.host.user,
+                ssh.host.address,
+                ssh.host.port,
+                shaped
+                    .as_ref()
+                    .map_or(String::new(), |sh| format!("; {}", sh.describe)),
+            ),
+        };
         Ok((
             OverSsh {
                 ssh,
@@ -212,6 +229,35 @@ impl Drop for OverSsh {
         // Idempotent: after a stop, only the (gone) client is asked again.
         let _ = self.stop(Duration::from_secs(2));
     }
+}
+
+/// The ssh client here for `log = "ssh-terminal"`: its output in a
+/// drained pty (`stdout`) or drawn by an emulator; with what drew it.
+fn client_here(
+    t: &SshTerminal,
+    argv: Vec<String>,
+    stdout: Stdio,
+    tmp: &Path,
+) -> anyhow::Result<(Client, String)> {
+    Ok(match t.terminal {
+        Drawn::Drained => {
+            let p = Running::here("ssh", &argv, stdout)?;
+            (
+                Client::Drained(Box::new(p)),
+                "a drained pseudo-terminal".into(),
+            )
+        }
+        Drawn::Xterm | Drawn::Alacritty => {
+            let kind = match t.terminal {
+                Drawn::Xterm => Kind::Xterm,
+                _ => Kind::Alacritty,
+            };
+            let tag = tmp.display().to_string();
+            let x = Emulator::start(kind, tmp, &argv, &[], &tag)?;
+            let d = x.describe();
+            (Client::Drawn(Box::new(x)), d)
+        }
+    })
 }
 
 /// The server's pid from the wrapper's file on its host, within 15 s; an
