@@ -163,23 +163,8 @@ type Blocks = (Vec<f64>, Vec<f64>);
 /// closing fragment (length off the block's median by more than
 /// [`crate::paired::input::LENGTH_TOLERANCE`]).
 fn blocks(dir: &Path, problems: &mut Vec<Problem>) -> Blocks {
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.is_dir()
-                && p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("run-"))
-        })
-        .collect();
-    runs.sort();
-    if runs.is_empty() {
-        runs.push(dir.to_path_buf());
-    }
     let mut out: Blocks = (Vec::new(), Vec::new());
-    for run in runs {
+    for (_, run) in crate::paired::input::run_dirs(dir) {
         for row_log in crate::sweep::files_ending(&run, ".row.jsonl") {
             let base_log = PathBuf::from(
                 row_log

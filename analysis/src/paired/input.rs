@@ -152,6 +152,21 @@ pub fn read_comparison(dir: &Path, problems: &mut Vec<Problem>) -> Comparison {
 /// comparison was repeated (`runs = N`), else `dir` itself as run 1. Each
 /// run's windows carry its number.
 pub fn read_runs(dir: &Path, problems: &mut Vec<Problem>) -> Vec<(u32, Comparison)> {
+    run_dirs(dir)
+        .into_iter()
+        .map(|(n, path)| {
+            let mut c = read_comparison(&path, problems);
+            for w in &mut c.windows {
+                w.run = n;
+            }
+            (n, c)
+        })
+        .collect()
+}
+
+/// A compared row's run directories, numbered: its `run-NN` directories
+/// in order, else `dir` itself as run 1.
+pub fn run_dirs(dir: &Path) -> Vec<(u32, std::path::PathBuf)> {
     let mut runs: Vec<(u32, std::path::PathBuf)> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -163,18 +178,10 @@ pub fn read_runs(dir: &Path, problems: &mut Vec<Problem>) -> Vec<(u32, Compariso
         })
         .collect();
     if runs.is_empty() {
-        return vec![(1, read_comparison(dir, problems))];
+        return vec![(1, dir.to_path_buf())];
     }
     runs.sort();
-    runs.into_iter()
-        .map(|(n, path)| {
-            let mut c = read_comparison(&path, problems);
-            for w in &mut c.windows {
-                w.run = n;
-            }
-            (n, c)
-        })
-        .collect()
+    runs
 }
 
 /// `block-NN-ab` -> (NN, order).

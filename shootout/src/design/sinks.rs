@@ -290,12 +290,7 @@ impl Far {
         let lines = end.put("lines.txt", &text)?;
         let shaped = match t.link_rate_bps {
             None => None,
-            Some(bps) => {
-                let ns = end
-                    .netns()
-                    .with_context(|| format!("host {} has no netns to shape", t.host))?;
-                Some(Shaped::apply(ns, bps, end.port())?)
-            }
+            Some(bps) => Some(end.shape(bps)?),
         };
         Ok(Far {
             end,

@@ -116,9 +116,7 @@ impl RemoteProc {
 
     /// Sends `sig` (a name: INT, TERM) to the process on its host.
     pub fn signal(&self, sig: &str) -> anyhow::Result<()> {
-        self.ssh
-            .run(&format!("kill -{sig} {} 2>/dev/null || true", self.pid))
-            .map(drop)
+        signal(&self.ssh, self.pid, sig)
     }
 
     /// CPU seconds and peak RSS from the host's /proc.
@@ -258,6 +256,24 @@ pub fn read_cpu_samples(text: &str) -> std::collections::HashMap<u64, u64> {
             Some((k.parse().ok()?, ns.trim().parse().ok()?))
         })
         .collect()
+}
+
+/// Sends `sig` (a name: INT, TERM, KILL) to process `pid` on `ssh`'s host;
+/// one that has gone is not an error.
+pub fn signal(ssh: &Session, pid: u32, sig: &str) -> anyhow::Result<()> {
+    ssh.run(&format!("kill -{sig} {pid} 2>/dev/null || true"))
+        .map(drop)
+}
+
+impl Usage {
+    /// As the runner's own usage record, summed over `processes`.
+    pub fn of_processes(self, processes: usize) -> crate::place::procs::Usage {
+        crate::place::procs::Usage {
+            cpu_seconds: self.cpu_s,
+            peak_rss_bytes: self.peak_rss_kib * 1024,
+            processes,
+        }
+    }
 }
 
 /// CPU seconds and peak RSS of process `pid` on `ssh`'s host, from its /proc.

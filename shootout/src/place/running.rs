@@ -88,11 +88,7 @@ impl Running {
     pub fn usage(&self) -> Option<Usage> {
         match self {
             Running::Here(p, _) => procs::usage(p.pid()),
-            Running::There(r) => r.usage_with_children().ok().map(|(u, n)| Usage {
-                cpu_seconds: u.cpu_s,
-                peak_rss_bytes: u.peak_rss_kib * 1024,
-                processes: n,
-            }),
+            Running::There(r) => r.usage_with_children().ok().map(|(u, n)| u.of_processes(n)),
         }
     }
 }

@@ -69,14 +69,9 @@ impl SshEnd {
         )
     }
 
-    /// The stand-in's namespace, if the host is one.
-    pub fn netns(&self) -> Option<&str> {
-        self.session.host.netns.as_deref()
-    }
-
-    /// The port of the host's sshd.
-    pub fn port(&self) -> u16 {
-        self.session.host.port
+    /// Shapes this host's ssh traffic to `bps` (see [`Shaped::ssh_of`]).
+    pub fn shape(&self, bps: u64) -> anyhow::Result<Shaped> {
+        Shaped::ssh_of(&self.session, bps)
     }
 }
 
@@ -90,6 +85,19 @@ pub struct Shaped {
 }
 
 impl Shaped {
+    /// Shapes the ssh traffic of `ssh`'s host (a stand-in: its namespace
+    /// and sshd port) to `bps`; an error naming a host without `netns`.
+    pub fn ssh_of(ssh: &Session, bps: u64) -> anyhow::Result<Shaped> {
+        let h = &ssh.host;
+        let ns = h.netns.as_deref().with_context(|| {
+            format!(
+                "host {} has no netns to shape (link_rate is for stand-ins)",
+                h.name
+            )
+        })?;
+        Shaped::apply(ns, bps, h.port)
+    }
+
     /// Shapes what namespace `netns` sends from its sshd (source port
     /// `sport`) on its one link to this machine to `bps` bits per second,
     /// and nothing else: a served row's load and answers share that link

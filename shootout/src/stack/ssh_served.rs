@@ -80,12 +80,7 @@ impl OverSsh {
         };
         let shaped = match rate {
             None => None,
-            Some(bps) => {
-                let ns = ssh.host.netns.as_deref().with_context(|| {
-                    format!("host {name} has no netns to shape (link_rate is for stand-ins)")
-                })?;
-                Some(Shaped::apply(ns, bps, ssh.host.port)?)
-            }
+            Some(bps) => Some(Shaped::ssh_of(&ssh, bps)?),
         };
         let file = |name: &str| format!("{}/server.{name}", s.dir.path);
         let (pid_file, err_file, exit_file) = (file("pid"), file("stderr"), file("exit"));
@@ -178,8 +173,7 @@ impl OverSsh {
             if self.try_wait().is_some() {
                 break;
             }
-            self.ssh
-                .run(&format!("kill -{sig} {} 2>/dev/null || true", self.pid))?;
+            remote::signal(&self.ssh, self.pid, sig)?;
             let deadline = Instant::now() + wait;
             while self.try_wait().is_none() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
@@ -216,11 +210,7 @@ impl OverSsh {
     pub(crate) fn usage(&self) -> Option<crate::place::procs::Usage> {
         remote::usage_of(&self.ssh, self.pid)
             .ok()
-            .map(|u| crate::place::procs::Usage {
-                cpu_seconds: u.cpu_s,
-                peak_rss_bytes: u.peak_rss_kib * 1024,
-                processes: 1,
-            })
+            .map(|u| u.of_processes(1))
     }
 }
 
