@@ -227,6 +227,37 @@ pub fn left_under(dir: &Path) -> Vec<String> {
     found
 }
 
+/// Command lines of orphans (parent pid 1) whose command line contains
+/// `pattern`: what a run that has ended left behind, and not the live
+/// children of another test's run.
+pub fn orphans(pattern: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_none()
+        {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // The parent pid is the second field after the parenthesised name.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(1) && cmd.contains(pattern) {
+            found.push(cmd);
+        }
+    }
+    found
+}
+
 pub fn namespaces_of(pid: u32) -> Vec<String> {
     let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
     String::from_utf8_lossy(&out.stdout)
