@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 mod server;
+mod strict;
 
 #[cfg(not(any(
     feature = "rt-tokio",

@@ -4,13 +4,15 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use app_core::codec::BodyError;
+
+use crate::strict;
 use app_core::{App, Launch, Reply, ReplyBody, ServerArgs};
 use ntex::http::{
-    h1, header, ConnectionType, HttpService, HttpServiceConfig, KeepAlive, ResponseError,
+    h1, header, ConnectionType, HttpService, HttpServiceConfig, KeepAlive, Request, ResponseError,
     StatusCode,
 };
 use ntex::io::{Filter, IoConfig};
-use ntex::service::fn_service;
+use ntex::service::{apply_fn_factory, fn_service};
 use ntex::time::Seconds;
 use ntex::util::Bytes;
 use ntex::web::types::{Payload, State};
@@ -46,12 +48,14 @@ fn content_length(req: &HttpRequest) -> Option<u64> {
         .ok()
 }
 
-async fn get_count(app: State<Arc<App>>) -> HttpResponse {
+async fn get_count(app: State<Arc<App>>, req: HttpRequest, payload: Payload) -> HttpResponse {
+    strict::leave_unread(&req, payload);
     respond(app.get())
 }
 
 async fn post_count(app: State<Arc<App>>, req: HttpRequest, mut payload: Payload) -> HttpResponse {
     if let Err(reply) = app.check_length(content_length(&req)) {
+        strict::leave_unread(&req, payload);
         return respond(reply);
     }
     let mut body = app.body_buf();
@@ -61,17 +65,20 @@ async fn post_count(app: State<Arc<App>>, req: HttpRequest, mut payload: Payload
             Err(_) => Err(BodyError::Unreadable),
         };
         if let Err(err) = pushed {
+            strict::leave_unread(&req, payload);
             return respond(Reply::body_error(err));
         }
     }
     respond(app.post(&body))
 }
 
-async fn method_not_allowed() -> HttpResponse {
+async fn method_not_allowed(req: HttpRequest, payload: Payload) -> HttpResponse {
+    strict::leave_unread(&req, payload);
     respond(Reply::method_not_allowed())
 }
 
-async fn not_found() -> HttpResponse {
+async fn not_found(req: HttpRequest, payload: Payload) -> HttpResponse {
+    strict::leave_unread(&req, payload);
     respond(Reply::not_found())
 }
 
@@ -127,18 +134,36 @@ fn shared_config(client_timeout: u16) -> ntex::SharedCfg {
     }
 }
 
-/// ntex's h1 control service with one change: a protocol error's response
-/// (400, 408, 431…) says `connection: close`, as actix-web's does, because
-/// ntex closes the connection after it anyway.
+/// ntex's h1 control service with one change: the response to a protocol
+/// error (400, 408, 431…) or to a service error (a head [`strict`] refuses)
+/// says `connection: close`, as actix-web's does, because ntex closes the
+/// connection after it anyway.
 async fn control<F: Filter, E: ResponseError>(
     msg: h1::Control<F, E>,
 ) -> Result<h1::ControlAck<F>, std::io::Error> {
+    use h1::control::Reason;
     Ok(match msg {
-        h1::Control::Disconnect(h1::control::Reason::ProtocolError(err)) => {
+        h1::Control::Disconnect(Reason::ProtocolError(err)) => {
             let mut res = err.err().error_response();
             res.head_mut().set_connection_type(ConnectionType::Close);
             err.fail_with(res)
         }
+        h1::Control::Disconnect(Reason::Error(err)) => {
+            let mut res = err.get_ref().error_response();
+            res.head_mut().set_connection_type(ConnectionType::Close);
+            err.fail_with(res)
+        }
+        // A head [`strict`] refuses gets no `100 Continue` first (actix-http
+        // refuses it before it reads `Expect`); failing an expectation
+        // answers and closes the connection.
+        h1::Control::Expect(msg) => match strict::check(msg.get_ref()) {
+            Err(refused) => {
+                let mut res = refused.error_response();
+                res.head_mut().set_connection_type(ConnectionType::Close);
+                msg.fail_with(res)
+            }
+            Ok(()) => msg.ack(),
+        },
         other => other.ack(),
     })
 }
@@ -169,7 +194,11 @@ pub async fn serve(args: ServerArgs) -> anyhow::Result<()> {
         .shutdown_timeout(Seconds(app_core::SHUTDOWN_TIMEOUT_SECS))
         .disable_signals()
         .listen(SERVICE, listener, async move |_| {
-            HttpService::new(app().await).h1_control(fn_service(control))
+            let app = apply_fn_factory(app().await, async |req: Request, app| {
+                strict::check(&req).map_err(strict::Failure::Refused)?;
+                Ok::<_, strict::Failure>(app.call(req).await?)
+            });
+            HttpService::new(app).h1_control(fn_service(control))
         })
         .context("handing the listener to ntex")?
         .config(SERVICE, shared_config(launch.client_timeout))

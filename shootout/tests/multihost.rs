@@ -427,7 +427,7 @@ fn no_terminal_left(hosts: &Hosts, out: &Path) {
     // from target/shootout/ here is a sinks sample's; another test's live
     // sample has a live parent, one left behind is an orphan).
     let mut left = support::left_under(out);
-    left.extend(support::orphans("target/shootout/"));
+    left.extend(support::orphans(&support::own_builds()));
     assert!(left.is_empty(), "left running: {left:?}");
 }
 

@@ -167,11 +167,27 @@ pub fn built(packages: &[&str]) -> PathBuf {
         .join("debug")
 }
 
+/// Where this checkout's runner keeps its server builds: another
+/// checkout's servers (a developer's, while CI runs on a clone) are not
+/// this test's leftovers.
+pub fn own_builds() -> String {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .expect("the shootout crate lives in the workspace")
+                .join("target")
+        });
+    format!("{}/shootout/", target.display())
+}
+
 /// Processes this runner started (servers from target/shootout, nginx with
 /// a prefix under `out`, loadgen with --shard, Xvfb and xterm tagged with a
 /// path under `out` in their environment) that are still alive.
 pub fn leftovers(out: &Path) -> Vec<String> {
     let out = out.display().to_string();
+    let builds = own_builds();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         if entry
@@ -188,7 +204,7 @@ pub fn leftovers(out: &Path) -> Vec<String> {
         let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
         let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
         let tagged = String::from_utf8_lossy(&env).contains(&format!("SHOOTOUT_TAG={out}"));
-        if cmd.contains("target/shootout/")
+        if cmd.contains(&builds)
             || tagged
             || cmd.contains(&out)
             || (cmd.contains("loadgen") && cmd.contains("--shard"))
