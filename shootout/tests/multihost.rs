@@ -59,6 +59,36 @@ fn shootout(file: &Path, out: &Path, env: &[(&str, &str)]) -> std::process::Chil
 
 /// Waits (up to 5 min: builds may queue behind other tests') until a
 /// process matching `pattern` runs; fails at once if the run ended first.
+/// Runs `file` into `out`, SIGINTs the run `after` a process matching
+/// `pattern` appears, and checks that it exited with 130.
+fn interrupt_when_running(file: &Path, out: &Path, pattern: &str, after: Duration) {
+    let mut child = shootout(file, out, &[]);
+    wait_for(&mut child, pattern);
+    std::thread::sleep(after);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+}
+
+/// Runs `file` into `out`, SIGKILLs the processes matching `pattern`
+/// `after` one appears, and checks that the run failed (exit 1); returns
+/// what it printed.
+fn kill_when_running(file: &Path, out: &Path, pattern: &str, after: Duration) -> String {
+    let mut child = shootout(file, out, &[]);
+    wait_for(&mut child, pattern);
+    std::thread::sleep(after);
+    let killed = Command::new("pkill")
+        .args(["-9", "-f", pattern])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    all
+}
+
 fn wait_for(child: &mut std::process::Child, pattern: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(300);
     loop {
@@ -507,29 +537,18 @@ fn an_ssh_terminal_writer_killed_or_a_sigint_leaves_nothing() {
 
     // The writer dies on its host: the row fails, named, and the run
     // takes everything down.
-    let mut child = shootout(&file, &dir.path().join("results"), &[]);
-    wait_for(&mut child, &writer);
-    std::thread::sleep(Duration::from_millis(500));
-    let killed = Command::new("pkill")
-        .args(["-9", "-f", &writer])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let out = child.wait_with_output().unwrap();
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    let all = kill_when_running(
+        &file,
+        &dir.path().join("results"),
+        &writer,
+        Duration::from_millis(500),
+    );
     assert!(all.contains("the sink writer exited with"), "{all}");
     no_terminal_left(&hosts, &dir.path().join("results"));
 
     // SIGINT mid-drain: exit 130, nothing left.
     let results = dir.path().join("results-int");
-    let mut child = shootout(&file, &results, &[]);
-    wait_for(&mut child, &writer);
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    interrupt_when_running(&file, &results, &writer, Duration::from_millis(500));
     no_terminal_left(&hosts, &results);
 }
 
@@ -577,9 +596,24 @@ log = "terminal"
 log_level = "error"
 server_host = "server"
 load_hosts = ["load1"]
+
+[[scenario]]
+name = "stdout-xterm"
+server = "ntex"
+features = ["log-stdout"]
+log = "xterm"
+server_host = "server"
+load_hosts = ["load1"]
 "#;
     let file = scenario_file(dir.path(), "files.toml", rows);
     let (run, meta) = run_to_end(&file, dir.path());
+    // One load host: a row's log has no shard suffix.
+    let answered = |name: &str| -> u64 {
+        let path = run.join("files").join(format!("{name}.jsonl"));
+        let log = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+        last["ok"].as_u64().unwrap()
+    };
     for (i, key) in [
         (0, "server_stdout_bytes"),
         (1, "log_file_bytes"),
@@ -590,12 +624,8 @@ load_hosts = ["load1"]
         let row = &meta["rows"][i];
         assert!(row["error"].is_null(), "{row}");
         let name = row["scenario"].as_str().unwrap();
-        // One load host: the row's log has no shard suffix.
-        let path = run.join("files").join(format!("{name}.jsonl"));
-        let log = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-        let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
-        let answered = last["ok"].as_u64().unwrap();
-        assert!(answered > 0, "{last}");
+        let answered = answered(name);
+        assert!(answered > 0, "{row}");
         let bytes = row[key].as_u64().unwrap_or(0);
         if name == "stdout-pty-error" {
             // At error level a served request logs nothing (the start-up
@@ -617,6 +647,16 @@ load_hosts = ["load1"]
             assert!(bytes >= 130 * answered, "{bytes} for {answered}: {row}");
         }
     }
+    // xterm drew on an Xvfb display on the server's host (xvfb-run), and
+    // neither is left there (their command lines name the row's directory).
+    let row = &meta["rows"][5];
+    assert!(row["error"].is_null(), "{row}");
+    let t = row["terminal"].as_str().unwrap_or_default();
+    assert!(
+        t.contains("drawn by xterm") && t.contains("on host server"),
+        "{row}"
+    );
+    assert!(answered("stdout-xterm") > 0, "{row}");
     nothing_left(&hosts);
 }
 
@@ -706,4 +746,31 @@ fn a_served_row_logs_into_an_ssh_terminal() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     no_terminal_left(&hosts, &results);
+}
+
+/// xterm drawing on the server's host (xvfb-run there): a SIGINT while it
+/// draws ends the run with 130, and a server killed on its host ends the
+/// row with its signal; either way no Xvfb, xterm or server is left there.
+#[test]
+fn an_emulator_on_the_server_host_stops_with_the_run() {
+    let dir = scratch();
+    let hosts = Hosts::up(dir.path(), "server load1", 12);
+    let rows = "[[scenario]]\nname = \"xterm-there\"\nserver = \"actix\"\nfeatures = [\"log-stdout\"]\nlog = \"xterm\"\nduration = \"30s\"\nserver_host = \"server\"\nload_hosts = [\"load1\"]\n";
+    let file = scenario_file(dir.path(), "xterm-there.toml", rows);
+    let work = dir.path().join("hosts/server/work");
+    let xterm = format!("^xterm .*{}", work.display());
+
+    let results = dir.path().join("results-int");
+    interrupt_when_running(&file, &results, &xterm, Duration::from_secs(3));
+    nothing_left(&hosts);
+
+    // The server (started by the wrapper, not xterm's `sh -c`) is killed.
+    let server = format!("^{}/bin/.*actix-server", work.display());
+    let results = dir.path().join("results");
+    let all = kill_when_running(&file, &results, &server, Duration::from_secs(3));
+    assert!(
+        all.contains("xterm-there") && all.contains("killed by signal 9 (SIGKILL)"),
+        "{all}"
+    );
+    nothing_left(&hosts);
 }

@@ -827,8 +827,9 @@ fn sweep_design(
 }
 
 /// The row's ssh terminal (`log = "ssh-terminal"`), checked against its
-/// hosts: a remote row logs to none, a file, a pipe, a pty or an ssh
-/// terminal, and a served ssh terminal's server runs on its ssh host.
+/// hosts: a served ssh terminal's server runs on its ssh host. (A remote
+/// row takes every sink; all but the ssh terminal are on the server's
+/// host.)
 fn ssh_terminal_of(
     o: &Settings,
     d: &Settings,
@@ -848,22 +849,6 @@ fn ssh_terminal_of(
     };
     let ssh_terminal =
         crate::config::ssh_terminal::check(log, keys, remote, at).map_err(|(a, m)| err(a, m))?;
-    if hosts.is_some()
-        && !matches!(
-            log,
-            LogSink::None
-                | LogSink::File
-                | LogSink::Pipe
-                | LogSink::Terminal
-                | LogSink::SshTerminal
-        )
-    {
-        return Err(err(
-            at,
-            "a row on remote hosts logs to none, file, pipe or terminal (on the server's host) or ssh-terminal so far"
-                .into(),
-        ));
-    }
     if let (Some(h), Some(t)) = (hosts, &ssh_terminal) {
         if h.server != t.host {
             return Err(err(

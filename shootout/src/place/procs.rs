@@ -10,6 +10,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+/// The status a POSIX shell wrapper reported as `$?` for its child: 128+N
+/// is death by signal N (a shell cannot tell it from that exit code; the
+/// servers exit 0, 1 or 101), any other code an exit with it.
+pub fn from_shell(code: i32) -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    match code {
+        129..=191 => ExitStatus::from_raw(code - 128),
+        _ => ExitStatus::from_raw((code & 0xff) << 8),
+    }
+}
+
 /// A running child, stopped on drop.
 /// How a process ended, in words: `exit status 101`, `killed by signal 9
 /// (SIGKILL)`.
@@ -355,7 +366,7 @@ mod ended_tests {
     use std::os::unix::process::ExitStatusExt;
     use std::process::ExitStatus;
 
-    use super::ended;
+    use super::{ended, from_shell};
 
     #[test]
     fn an_exit_says_its_status_or_its_signal() {
@@ -369,5 +380,8 @@ mod ended_tests {
             "killed by signal 11 (SIGSEGV, core dumped)"
         );
         assert_eq!(ended(ExitStatus::from_raw(40)), "killed by signal 40");
+        assert_eq!(ended(from_shell(137)), "killed by signal 9 (SIGKILL)");
+        assert_eq!(ended(from_shell(101)), "exit status 101");
+        assert_eq!(ended(from_shell(0)), "exit status 0");
     }
 }

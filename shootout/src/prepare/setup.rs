@@ -70,6 +70,12 @@ pub const XVFB: Need = Need {
     package: "xvfb",
     why: "terminal-emulator rows",
 };
+/// `xvfb-run` (in xvfb) needs it; Debian only recommends it.
+pub const XAUTH: Need = Need {
+    program: "xauth",
+    package: "xauth",
+    why: "terminal-emulator rows on remote hosts (xvfb-run)",
+};
 pub const XTERM: Need = Need {
     program: "xterm",
     package: "xterm",
@@ -113,8 +119,8 @@ pub const CHROMIUM: Need = Need {
 /// Everything any scenario or test can need.
 pub fn all() -> Vec<Need> {
     vec![
-        NGINX, IP, TASKSET, CMAKE, GXX, CC, MAKE, MUSL_GCC, XVFB, XTERM, FIXED_FONT, ALACRITTY,
-        SSH, SSHD, CHROMIUM,
+        NGINX, IP, TASKSET, CMAKE, GXX, CC, MAKE, MUSL_GCC, XVFB, XAUTH, XTERM, FIXED_FONT,
+        ALACRITTY, SSH, SSHD, CHROMIUM,
     ]
 }
 
@@ -150,6 +156,16 @@ pub fn needs_of<'a>(rows: impl IntoIterator<Item = &'a Scenario>) -> Vec<Need> {
             crate::config::scenario::LogSink::Xterm => needs.extend([XVFB, XTERM, FIXED_FONT]),
             crate::config::scenario::LogSink::Alacritty => needs.extend([XVFB, ALACRITTY]),
             _ => {}
+        }
+        // On a remote host (here, for the stand-ins) xvfb-run starts Xvfb.
+        if s.hosts.is_some()
+            && matches!(
+                s.log,
+                crate::config::scenario::LogSink::Xterm
+                    | crate::config::scenario::LogSink::Alacritty
+            )
+        {
+            needs.push(XAUTH);
         }
         if let Some(t) = &s.ssh_terminal {
             use crate::config::scenario::Drawn;

@@ -13,7 +13,6 @@
 //! process is also stopped on drop.
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -28,6 +27,8 @@ pub const COLUMNS: u32 = 120;
 pub const LINES: u32 = 40;
 /// Lines kept in the scrollback.
 pub const SCROLLBACK: u32 = 1024;
+/// Xvfb's screen, wherever it runs.
+pub const SCREEN: &str = "1280x800x24";
 
 /// Which terminal emulator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,35 +57,61 @@ impl Kind {
     /// The emulator's command line up to `-e`, for display `:display`.
     fn command(self, display: u32) -> Command {
         let mut cmd = Command::new(self.program());
-        match self {
-            Kind::Xterm => {
-                cmd.args([
-                    "-display",
-                    &format!(":{display}"),
-                    "-geometry",
-                    &format!("{COLUMNS}x{LINES}"),
-                    "-sl",
-                    &SCROLLBACK.to_string(),
-                    "-fn",
-                    "fixed",
-                ]);
-            }
-            Kind::Alacritty => {
-                cmd.env("DISPLAY", format!(":{display}"))
-                    .env("LIBGL_ALWAYS_SOFTWARE", "1")
-                    .args([
-                        "-o",
-                        &format!("window.dimensions.columns={COLUMNS}"),
-                        "-o",
-                        &format!("window.dimensions.lines={LINES}"),
-                        "-o",
-                        &format!("scrolling.history={SCROLLBACK}"),
-                        "-o",
-                        "font.size=10",
-                    ]);
-            }
+        if self == Kind::Xterm {
+            cmd.args(["-display", &format!(":{display}")]);
         }
+        cmd.env("DISPLAY", format!(":{display}"));
+        let (env, args) = self.settings();
+        cmd.envs(env).args(args);
         cmd
+    }
+
+    /// The emulator's program, environment and arguments up to `-e` for
+    /// the display in `DISPLAY` (as `xvfb-run` sets it on a remote host).
+    pub fn argv(self) -> (Vec<(&'static str, &'static str)>, Vec<String>) {
+        let (env, args) = self.settings();
+        let mut argv = vec![self.program().to_string()];
+        argv.extend(args);
+        (env, argv)
+    }
+
+    /// One window size, scrollback and font wherever the emulator runs.
+    fn settings(self) -> (Vec<(&'static str, &'static str)>, Vec<String>) {
+        match self {
+            Kind::Xterm => (
+                Vec::new(),
+                vec![
+                    "-geometry".into(),
+                    format!("{COLUMNS}x{LINES}"),
+                    "-sl".into(),
+                    SCROLLBACK.to_string(),
+                    "-fn".into(),
+                    "fixed".into(),
+                ],
+            ),
+            Kind::Alacritty => (
+                vec![("LIBGL_ALWAYS_SOFTWARE", "1")],
+                vec![
+                    "-o".into(),
+                    format!("window.dimensions.columns={COLUMNS}"),
+                    "-o".into(),
+                    format!("window.dimensions.lines={LINES}"),
+                    "-o".into(),
+                    format!("scrolling.history={SCROLLBACK}"),
+                    "-o".into(),
+                    "font.size=10".into(),
+                ],
+            ),
+        }
+    }
+
+    /// What draws, for meta.json: the emulator, its cells and font.
+    pub fn settings_text(self) -> String {
+        format!(
+            "{} ({COLUMNS}x{LINES} cells, scrollback {SCROLLBACK} lines, font {})",
+            self.program(),
+            self.font()
+        )
     }
 }
 
@@ -132,7 +159,7 @@ impl Emulator {
             "tcp",
             "-screen",
             "0",
-            "1280x800x24",
+            SCREEN,
         ])
         .env("SHOOTOUT_TAG", tag)
         .stdin(Stdio::null())
@@ -206,7 +233,7 @@ impl Emulator {
                 .ok()
                 .and_then(|s| s.trim().parse::<i32>().ok())
             {
-                self.status = Some(ExitStatus::from_raw((code & 0xff) << 8));
+                self.status = Some(crate::place::procs::from_shell(code));
             } else if let Some(st) = self.term.try_wait() {
                 self.status = Some(st);
             }

@@ -333,11 +333,16 @@ fn launch(
         LogSink::Alacritty => Some(emulator::Kind::Alacritty),
         _ => None,
     };
-    let on_host = (s.log == LogSink::Terminal && place.server.ssh().is_ok()).then(|| {
-        ssh_served::Where::OnHost {
+    // A terminal on a remote server host is there, drained or drawn.
+    let on_host = match s.log {
+        _ if place.server.ssh().is_err() => None,
+        LogSink::Terminal => Some(ssh_served::Where::OnHost {
             out: host_stdout(files),
-        }
-    });
+        }),
+        LogSink::Xterm => Some(ssh_served::Where::OnHostDrawn(emulator::Kind::Xterm)),
+        LogSink::Alacritty => Some(ssh_served::Where::OnHostDrawn(emulator::Kind::Alacritty)),
+        _ => None,
+    };
     let over_ssh = s
         .ssh_terminal
         .as_ref()

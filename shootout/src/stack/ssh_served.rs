@@ -53,6 +53,10 @@ pub(crate) enum Where<'a> {
     /// On the server's host: a pty that util-linux `script` drains into
     /// `out` there (`log = "terminal"` on a remote host).
     OnHost { out: String },
+    /// On the server's host: the emulator drawing on an Xvfb display there
+    /// that `xvfb-run` starts and stops (`log = "xterm"` or `"alacritty"`
+    /// on a remote host).
+    OnHostDrawn(Kind),
 }
 
 /// What the server needs to start over ssh.
@@ -76,7 +80,7 @@ impl OverSsh {
         let name = ssh.host.name.clone();
         let rate = match &s.terminal {
             Where::Here(t) => t.link_rate_bps,
-            Where::OnHost { .. } => None,
+            Where::OnHost { .. } | Where::OnHostDrawn(_) => None,
         };
         let shaped = match rate {
             None => None,
@@ -116,6 +120,14 @@ impl OverSsh {
                     ),
                 )
             }
+            Where::OnHostDrawn(kind) => {
+                let on_host = drawn_on_host(*kind, &s.dir.path, &script);
+                let p = Running::here("ssh", &ssh.argv(&on_host), Stdio::null())?;
+                (
+                    Client::Drained(Box::new(p)),
+                    format!("{} on an Xvfb display on host {name}", kind.settings_text()),
+                )
+            }
             Where::Here(t) => client_here(t, ssh.terminal_argv(&script), s.stdout, s.tmp)?,
         };
         let mut client = client;
@@ -132,6 +144,7 @@ impl OverSsh {
         let follower = RemoteProc::spawn(&ssh, &["sh".into(), "-c".into(), follow], Stdio::null())?;
         let describe = match &s.terminal {
             Where::OnHost { .. } => format!("server's stdout {drawn}"),
+            Where::OnHostDrawn(_) => format!("server's stdout drawn by {drawn}"),
             Where::Here(_) => format!(
                 "server started through ssh -tt to host {name} ({}@{}:{}, a connection of its own), its stdout that session's pseudo-terminal, drawn here by {drawn}{}",
                 ssh.host.user,
@@ -160,7 +173,14 @@ impl OverSsh {
     /// once it has exited.
     pub(crate) fn try_wait(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {
-            self.status = self.follower.wait(Duration::ZERO);
+            // The wrapper's `$?` (255: it wrote none, or ssh failed).
+            self.status = self
+                .follower
+                .wait(Duration::ZERO)
+                .map(|st| match st.code() {
+                    Some(code) if code != 255 => crate::place::procs::from_shell(code),
+                    _ => st,
+                });
         }
         self.status
     }
@@ -219,6 +239,30 @@ impl Drop for OverSsh {
         // Idempotent: after a stop, only the (gone) client is asked again.
         let _ = self.stop(Duration::from_secs(2));
     }
+}
+
+/// The command that runs `script` (the server's wrapper) in `kind` on the
+/// server's host, in `dir`: `xvfb-run` picks a free display (`-a`), keeps
+/// its X authority file in `dir` (so the Xvfb command line names the row's
+/// directory, as every process the row starts there does) and stops Xvfb
+/// when the emulator exits, which it does when the server has. Their
+/// stderr comes back over ssh (a missing `xvfb-run` is reported).
+fn drawn_on_host(kind: Kind, dir: &str, script: &str) -> String {
+    let (env, argv) = kind.argv();
+    let env: Vec<String> = env
+        .iter()
+        .map(|(k, v)| format!("{k}={}", quote(v)))
+        .collect();
+    let argv: Vec<String> = argv.iter().map(|a| quote(a)).collect();
+    format!(
+        "cd {dir} || exit 1; exec env {env} xvfb-run -a -f {auth} -s {screen} {argv} -e sh -c {script} >/dev/null",
+        dir = quote(dir),
+        env = env.join(" "),
+        auth = quote(&format!("{dir}/xauthority")),
+        screen = quote(&format!("-screen 0 {}", crate::stack::emulator::SCREEN)),
+        argv = argv.join(" "),
+        script = quote(script),
+    )
 }
 
 /// The ssh client here for `log = "ssh-terminal"`: its output in a
