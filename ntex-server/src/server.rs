@@ -4,8 +4,6 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use app_core::codec::BodyError;
-
-use crate::strict;
 use app_core::{App, Launch, Reply, ReplyBody, ServerArgs};
 use ntex::http::{
     h1, header, ConnectionType, HttpService, HttpServiceConfig, KeepAlive, Request, ResponseError,
@@ -17,6 +15,8 @@ use ntex::time::Seconds;
 use ntex::util::Bytes;
 use ntex::web::types::{Payload, State};
 use ntex::web::{self, HttpRequest, HttpResponse};
+
+use crate::strict;
 
 /// Framework name and the exact version pinned in Cargo.toml.
 pub const FRAMEWORK: &str = "ntex/3.12.3";

@@ -93,9 +93,8 @@ pub fn check(req: &Request) -> Result<(), Refused> {
 /// drained here, by a task that outlives the handler; any other is dropped.
 /// Requests without a body (every GET of the benchmark's load) only cost
 /// the header lookup.
-pub fn leave_unread(req: &ntex::web::HttpRequest, payload: ntex::web::types::Payload) {
+pub fn leave_unread(req: &ntex::web::HttpRequest, mut payload: ntex::web::types::Payload) {
     if req.chunked().unwrap_or(false) {
-        let mut payload = payload;
         ntex::rt::spawn(async move { while let Some(Ok(_)) = payload.recv().await {} });
     }
 }

@@ -21,7 +21,6 @@ pub fn from_shell(code: i32) -> ExitStatus {
     }
 }
 
-/// A running child, stopped on drop.
 /// How a process ended, in words: `exit status 101`, `killed by signal 9
 /// (SIGKILL)`.
 pub fn ended(status: ExitStatus) -> String {
@@ -54,6 +53,7 @@ pub fn ended(status: ExitStatus) -> String {
     format!("killed by signal {sig} ({name}{core})")
 }
 
+/// A running child, stopped on drop.
 pub struct Proc {
     pub name: String,
     child: Child,

@@ -28,7 +28,9 @@ use crate::place::ssh::{quote, Session};
 use crate::place::ssh_terminal::{LinkStats, Shaped};
 use crate::stack::emulator::{Emulator, Kind};
 
-/// The ssh client here: drained, or drawn by an emulator.
+/// The ssh client here: drained, or drawn by an emulator. (Where the
+/// terminal is on the server's host, the ssh client here carries no
+/// output: a plain process, held as `Drained`.)
 enum Client {
     Drained(Box<Running>),
     Drawn(Box<Emulator>),
