@@ -8,7 +8,8 @@
 //! measured one with its interval, and whether the sink is the bottleneck.
 //!
 //! Rows are joined by what the scenario files set: the sink's name, its
-//! level, and for an ssh terminal what drew it and the link's rate. A
+//! level, the host it is on (a row's remote server host), and for an ssh
+//! terminal what drew it and the link's rate. A
 //! measured rate is the mean over blocks of each block's mean 2xx/s (over
 //! every measured interval, those with no answer too), with
 //! Student's t over blocks (blocks are the independent unit; seconds within
@@ -122,13 +123,30 @@ struct Sink {
     drawn: Option<String>,
     link_rate_bps: Option<u64>,
     proxy: Option<String>,
+    /// The row's remote server host (absent here, and in runs before it
+    /// was recorded).
+    #[serde(default)]
+    server_host: Option<String>,
 }
 
 impl Sink {
     fn placement(&self) -> String {
-        match &self.proxy {
+        let front = match &self.proxy {
             None => "direct".into(),
             Some(p) => format!("behind nginx ({p})"),
+        };
+        match &self.server_host {
+            None => front,
+            Some(h) => format!("{front}, server on host {h}"),
+        }
+    }
+
+    /// The host the sink is on: the server's, but an ssh terminal's is
+    /// here (the drain run's ssh rows have no server host).
+    fn sink_host(&self) -> Option<&str> {
+        match self.log.as_str() {
+            "ssh-terminal" => None,
+            _ => self.server_host.as_deref(),
         }
     }
 
@@ -149,6 +167,7 @@ impl Sink {
             && self.log_level == d.log_level
             && self.drawn == d.drawn
             && self.link_rate_bps == d.link_rate_bps
+            && self.sink_host() == d.host.as_deref()
     }
 }
 
@@ -321,8 +340,14 @@ pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
         let placement = sink.placement();
         let Some(d) = drains.iter().find(|d| sink.drains_into(d)) else {
             problems.push(Problem(format!(
-                "row {}: no drain row for sink {} ({:?}, {:?} bit/s, level {})",
-                c.row, sink.log, sink.drawn, sink.link_rate_bps, sink.log_level
+                "row {}: no drain row for sink {} ({:?}, {:?} bit/s, level {}, on {})",
+                c.row,
+                sink.log,
+                sink.drawn,
+                sink.link_rate_bps,
+                sink.log_level,
+                sink.sink_host()
+                    .map_or("this machine".into(), |h| format!("host {h}"))
             )));
             continue;
         };
@@ -500,6 +525,74 @@ mod tests {
         );
         let e = law(&drain, &served).unwrap_err().to_string();
         assert!(e.contains("comparison slow has no sink record"), "{e}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_sink_on_a_remote_host_takes_that_hosts_drain_and_an_ssh_terminal_the_local_one() {
+        let root = std::env::temp_dir().join(format!("sink-law-host-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (drain, served) = (root.join("drain"), root.join("served"));
+        // One line a request. A file here drains 100,000 lines/s, a file on
+        // host "server" 2,000, an ssh terminal (drained here) 1,000.
+        for (row, sink, host, lines) in [
+            ("file-here", "file", "null", 200_000),
+            ("file-there", "file", "\"server\"", 4_000),
+            ("ssh", "ssh-terminal", "null", 2_000),
+        ] {
+            write(
+                &drain.join("t").join(format!("{row}.sinks.json")),
+                &format!(
+                    r#"{{"row": "{row}", "label": "{row}", "server": "actix", "sink": "{sink}", "log_level": "info", "host": {host}, "drawn": {}, "sample_lines": 100, "sample_requests": 100, "runs": [{{"lines": {lines}, "bytes": 1, "seconds": 2.0}}, {{"lines": {lines}, "bytes": 1, "seconds": 2.0}}]}}"#,
+                    if sink == "ssh-terminal" {
+                        "\"drained\""
+                    } else {
+                        "null"
+                    }
+                ),
+            );
+        }
+        let sink = |log: &str, stdout: bool| {
+            format!(
+                r#"{{"server": "actix", "log": "{log}", "log_level": "info", "log_stdout": {stdout}, "drawn": {}, "link_rate_bps": null, "proxy": null, "server_host": "server"}}"#,
+                if log == "ssh-terminal" {
+                    "\"drained\""
+                } else {
+                    "null"
+                }
+            )
+        };
+        let none = sink("none", false);
+        write(
+            &served.join("meta.json"),
+            &format!(
+                r#"{{"paired": [{{"row": "file", "baseline": "nolog", "row_sink": {}, "base_sink": {none}}}, {{"row": "ssh", "baseline": "nolog", "row_sink": {}, "base_sink": {none}}}]}}"#,
+                sink("file", true),
+                sink("ssh-terminal", true)
+            ),
+        );
+        let t = served.join("t");
+        write(&t.join("table.toml"), "");
+        for row in ["file", "ssh"] {
+            served_row(
+                &t,
+                row,
+                [([900; 2], [10_000; 2]), ([1_100; 2], [10_000; 2])],
+            );
+        }
+        let got = law(&drain, &served).unwrap();
+        assert_eq!(got.ceilings[0].placement, "direct, server on host server");
+        assert_eq!(got.rows[0].drain_row, "file-there");
+        assert!((got.rows[0].predicted_rps - 2_000.0).abs() < 1e-9);
+        assert_eq!(got.rows[1].drain_row, "ssh");
+        assert!((got.rows[1].predicted_rps - 1_000.0).abs() < 1e-9);
+        // Without the remote host's drain, the file row is named as missing.
+        std::fs::remove_file(drain.join("t").join("file-there.sinks.json")).unwrap();
+        let e = law(&drain, &served).unwrap_err().to_string();
+        assert!(
+            e.contains("row file: no drain row for sink file") && e.contains("on host server"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

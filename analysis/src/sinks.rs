@@ -34,6 +34,10 @@ pub struct SinkRow {
     /// runs before it was recorded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub terminal: Option<String>,
+    /// Rows on a remote server host: that host (the sink and the writer
+    /// were there); none here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// ssh-terminal rows: the stand-in link's shaped rate, bits/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link_rate_bps: Option<u64>,
@@ -67,6 +71,8 @@ struct Index {
     log_level: String,
     #[serde(default)]
     terminal: Option<String>,
+    #[serde(default)]
+    host: Option<String>,
     #[serde(default)]
     link_rate_bps: Option<u64>,
     #[serde(default)]
@@ -147,6 +153,7 @@ fn row(ix: Index) -> anyhow::Result<SinkRow> {
         sink: ix.sink,
         log_level: ix.log_level,
         terminal: ix.terminal,
+        host: ix.host,
         link_rate_bps: ix.link_rate_bps,
         drawn: ix.drawn,
         settle_s: ix.settle_s,
@@ -172,6 +179,7 @@ mod tests {
             sink: "terminal".into(),
             log_level: "info".into(),
             terminal: None,
+            host: None,
             link_rate_bps: None,
             drawn: None,
             settle_s: 0.0,
@@ -214,6 +222,7 @@ mod tests {
             sink: "file".into(),
             log_level: "info".into(),
             terminal: None,
+            host: None,
             link_rate_bps: None,
             drawn: None,
             settle_s: 0.0,

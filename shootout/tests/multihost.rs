@@ -774,3 +774,86 @@ fn an_emulator_on_the_server_host_stops_with_the_run() {
     );
     nothing_left(&hosts);
 }
+
+/// A sinks file whose rows (`rows`: `[[scenario]]` tables) run on the
+/// stand-in `server`, loaded from `load1` for their sample; each run writes
+/// for `length`.
+fn host_sinks_file(dir: &Path, name: &str, length: &str, rows: &str) -> std::path::PathBuf {
+    let hosts_toml = std::fs::read_to_string(dir.join("hosts.toml")).unwrap();
+    let text = format!(
+        "title = \"sinks on a host\"\ndesign = \"sinks\"\n\n[sinks]\nruns = 2\nlength = \"{length}\"\nsample = \"500ms\"\n\n{hosts_toml}\n[defaults]\nrequest = \"post\"\nconnections = 4\nworkers = 1\nfeatures = [\"log-stdout\"]\nserver_host = \"server\"\nload_hosts = [\"load1\"]\n\n{rows}"
+    );
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[test]
+fn sinks_on_the_server_host_are_drained_there() {
+    let dir = scratch();
+    let hosts = Hosts::up(dir.path(), "server load1", 13);
+    let mut rows = String::from(
+        "[[scenario]]\nname = \"file\"\nserver = \"actix\"\nlog = \"file\"\n\n[[scenario]]\nname = \"pty\"\nserver = \"ntex\"\nlog = \"terminal\"\n",
+    );
+    let xterm = has_xterm();
+    if xterm {
+        rows += "\n[[scenario]]\nname = \"xterm\"\nserver = \"actix\"\nlog = \"xterm\"\n";
+    } else {
+        eprintln!("host sinks test: xterm row left out (xterm or Xvfb missing)");
+    }
+    let file = host_sinks_file(dir.path(), "host-sinks.toml", "300ms", &rows);
+    let (run, meta) = run_to_end(&file, dir.path());
+    assert_eq!(meta["design"], "sinks");
+    let table = run.join("host-sinks");
+    let read = |row: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(table.join(format!("{row}.sinks.json"))).unwrap())
+            .unwrap()
+    };
+    let mut names = vec![("file", 100.0, 125.0), ("pty", 130.0, 160.0)];
+    if xterm {
+        names.push(("xterm", 130.0, 160.0));
+    }
+    for (row, low, high) in names {
+        let ix = read(row);
+        assert_eq!(ix["host"], "server", "{ix}");
+        // About a line a request, sampled from the server on its host.
+        let (lines, requests) = (
+            ix["sample_lines"].as_f64().unwrap(),
+            ix["sample_requests"].as_f64().unwrap(),
+        );
+        assert!(
+            requests > 0.0 && (lines / requests - 1.0).abs() < 0.2,
+            "{ix}"
+        );
+        for r in ix["runs"].as_array().unwrap() {
+            let (lines, bytes) = (r["lines"].as_f64().unwrap(), r["bytes"].as_f64().unwrap());
+            assert!(lines > 0.0, "{r}");
+            // A file gets the plain line (about 110 bytes); a terminal there
+            // the coloured one (about 137).
+            assert!((low..high).contains(&(bytes / lines)), "{row}: {r}");
+        }
+        if row != "file" {
+            let t = ix["terminal"].as_str().unwrap_or_default();
+            assert!(t.contains("on host server"), "{ix}");
+        }
+    }
+    let readme = std::fs::read_to_string(run.join("README.md")).unwrap();
+    assert!(readme.contains("file (info, on host server)"), "{readme}");
+    nothing_left(&hosts);
+
+    // SIGINT while the writer writes into a pty (or xterm) on the host:
+    // exit 130, nothing left there or here.
+    let row = if xterm {
+        "[[scenario]]\nname = \"long\"\nserver = \"actix\"\nlog = \"xterm\"\n"
+    } else {
+        "[[scenario]]\nname = \"long\"\nserver = \"actix\"\nlog = \"terminal\"\n"
+    };
+    let file = host_sinks_file(dir.path(), "host-long.toml", "30s", row);
+    let writer = format!(
+        "{}.*sink-writer",
+        dir.path().join("hosts/server/work/bin").display()
+    );
+    let results = dir.path().join("results-int");
+    interrupt_when_running(&file, &results, &writer, Duration::from_millis(500));
+    no_terminal_left(&hosts, &results);
+}

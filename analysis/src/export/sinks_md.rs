@@ -37,10 +37,13 @@ pub fn sections(out: &mut String, tables: &[SinkTable]) -> std::fmt::Result {
             let runs: Vec<String> = r.runs.iter().map(|x| format!("{x:.0}")).collect();
             writeln!(
                 out,
-                "| {} | {} ({}) | {:.3} | {:.1} | {:.0} | {ci} | {} | {:.0} | {} |",
+                "| {} | {} ({}{}) | {:.3} | {:.1} | {:.0} | {ci} | {} | {:.0} | {} |",
                 r.label,
                 r.sink,
                 r.log_level,
+                r.host
+                    .as_ref()
+                    .map_or(String::new(), |h| format!(", on host {h}")),
                 r.lines_per_request,
                 r.line_bytes,
                 r.drain_lines_per_s,

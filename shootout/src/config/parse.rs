@@ -919,8 +919,8 @@ fn check_design_tables(raw: &RawFile, design: &Design, err: &Err) -> Result<(), 
     Ok(())
 }
 
-/// The sinks design of `raw`: rows that log to stdout, on this machine,
-/// timed by `[sinks]`.
+/// The sinks design of `raw`: rows that log to stdout (here, or into a
+/// sink on their remote server host), timed by `[sinks]`.
 fn sinks_design(
     raw: &RawFile,
     rows: &[Scenario],
@@ -934,9 +934,7 @@ fn sinks_design(
         err,
     )?;
     for s in rows {
-        let why = if s.hosts.is_some() {
-            Some("is on remote hosts: sinks are measured on this machine for now")
-        } else if !s.features.iter().any(|f| f == "log-stdout") {
+        let why = if !s.features.iter().any(|f| f == "log-stdout") {
             Some("logs nothing to stdout: a sink's lines are the server's own, so add the log-stdout feature")
         } else {
             None

@@ -169,6 +169,10 @@ fn remote_rows_take_every_sink_and_serve_an_ssh_terminal_from_its_host() {
         let f = crate::config::parse::parse(path, &row(log)).unwrap();
         assert_eq!(f.scenarios[0].log, sink);
     }
+    // The sinks design measures a remote row's sink on its host.
+    let f = crate::config::parse::parse(path, &format!("design = \"sinks\"\n{}", row("terminal")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(f.scenarios[0].hosts.is_some());
     // A served ssh terminal: the server runs on the ssh host.
     let ssh = format!("{}ssh_host = \"server\"\n", row("ssh-terminal"));
     let f = crate::config::parse::parse(path, &ssh).unwrap();

@@ -11,7 +11,9 @@
 //! 2. **Drain.** `runs` times, a fresh sink of the row's kind (`log`:
 //!    file, pipe, our drained pty, xterm or alacritty on a private Xvfb,
 //!    or /dev/null) takes the writer (`shootout sink-writer`, pinned where
-//!    the server would be) writing those lines for `length` (after
+//!    the server would be; on a row's remote server host, started there
+//!    as the server would be, in the same sink: `crate::stack::in_sink`)
+//!    writing those lines for `length` (after
 //!    `settle`, uncounted), one `write(2)` each, as fast as the sink takes
 //!    them. An ssh-terminal row's writer runs on its `ssh_host` through
 //!    `ssh -tt` (`crate::place::ssh_terminal`), its link shaped while the
@@ -35,12 +37,14 @@ use crate::config::sinks::SinksSettings;
 use crate::design::{each, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
 use crate::measure::wait::{self, Limits, Waited};
+use crate::place::placement::Placement;
 use crate::place::procs::Proc;
 use crate::place::running::Running;
 use crate::place::ssh_terminal::{Shaped, SshEnd};
 use crate::record::meta::Meta;
 use crate::record::row::{RowFacts, RowRecord};
 use crate::stack::emulator::{self, Emulator};
+use crate::stack::in_sink;
 use crate::stack::sink::Sink;
 use crate::stack::Stack;
 use crate::Interrupted;
@@ -100,6 +104,10 @@ struct SinkIndex<'a> {
     /// The terminal emulator and its settings (emulator rows), and the ssh
     /// path (ssh-terminal rows).
     terminal: Option<String>,
+    /// Rows on a remote server host: that host, where the sink and the
+    /// writer were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host: Option<String>,
     /// ssh-terminal rows: what draws the session here, and the shaped
     /// link's rate (bits/s) when `link_rate` is set.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -129,13 +137,21 @@ fn sink_row(job: &Job, settings: &SinksSettings, facts: &mut RowFacts) -> anyhow
         Some(t) => Some(Far::open(job, t, &lines_path)?),
         None => None,
     };
+    // A row on a remote server host: its sink is there.
+    let on_host = match &s.hosts {
+        Some(_) => Some(job.place()?),
+        None => None,
+    };
     let mut runs = Vec::new();
     let mut terminal = None;
     for k in 1..=settings.runs {
         if run.stopping() {
             return Err(Interrupted.into());
         }
-        let (r, term) = drain_once(job, &lines_path, settings, k, far.as_ref())?;
+        let (r, term) = match &on_host {
+            Some(place) => drain_on_host(job, place, &lines_path, settings, k)?,
+            None => drain_once(job, &lines_path, settings, k, far.as_ref())?,
+        };
         terminal = terminal.or(term);
         eprintln!(
             "  {} drain {k}: {:.0} lines/s",
@@ -157,6 +173,7 @@ fn sink_row(job: &Job, settings: &SinksSettings, facts: &mut RowFacts) -> anyhow
             Some(f) => Some(f.describe(terminal.as_deref())),
             None => terminal,
         },
+        host: on_host.as_ref().map(|p| p.server.name().to_string()),
         drawn: s.ssh_terminal.as_ref().map(|t| t.terminal),
         link_rate_bps: s.ssh_terminal.as_ref().and_then(|t| t.link_rate_bps),
         length_s: settings.length.as_secs_f64(),
@@ -185,14 +202,13 @@ fn sample(
     row.log = LogSink::File;
     row.rate = None;
     let capture = Job::new(job.run, (job.ns_index, &row, 1, job.stem.clone()));
-    let out = capture.tmp.join("server-stdout.txt");
-    let (mut before, mut after) = (0, 0);
+    let mut lines = Vec::new();
     let mut answers = 0;
     on_fresh_stack(&capture, facts, |place, stack, facts| {
         verify(place, stack, facts)?;
         // The check's own lines are not the load's.
         std::thread::sleep(Duration::from_millis(200));
-        before = read_lines(&out)?.len();
+        let before = logged(stack)?.len();
         let run = job.run;
         let host = place.client();
         let bin = host.place_binary(run.loadgen)?;
@@ -237,16 +253,13 @@ fn sample(
         load::keep(&log)?;
         answers = load::read_log(&log)?.acknowledged;
         // Every answer is logged by now; the server's shutdown lines
-        // that follow are not the load's either.
+        // that follow are not the load's either. (Read before the stop: a
+        // remote host's file goes with the stack.)
         std::thread::sleep(Duration::from_millis(200));
-        after = read_lines(&out)?.len();
+        lines = logged(stack)?;
+        lines.drain(..before.min(lines.len()));
         Ok(())
     })?;
-    let lines: Vec<String> = read_lines(&out)?
-        .into_iter()
-        .take(after)
-        .skip(before)
-        .collect();
     if lines.is_empty() || answers == 0 {
         bail!(
             "the server logged {} lines for {answers} answers: nothing to write into the sink (is its log level {:?} one that logs requests?)",
@@ -257,9 +270,12 @@ fn sample(
     Ok((lines, answers))
 }
 
-fn read_lines(path: &Path) -> anyhow::Result<Vec<String>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+/// The non-empty lines a stack's server has written to its file sink, on
+/// its host.
+fn logged(stack: &Stack) -> anyhow::Result<Vec<String>> {
+    let text = stack
+        .stdout_text()?
+        .context("the sample's stdout is a file")?;
     Ok(text
         .lines()
         .filter(|l| !l.is_empty())
@@ -330,21 +346,8 @@ fn drain_once(
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let report = dir.join("report.json");
     let far_report = format!("report-{k:02}.json");
-    let writer = |exe: String, lines: String, report: String| {
-        let mut argv = load::taskset(&s.server_cpus);
-        argv.extend([
-            exe,
-            "sink-writer".into(),
-            lines,
-            "--for".into(),
-            humantime::format_duration(settings.length).to_string(),
-            "--settle".into(),
-            humantime::format_duration(settings.settle).to_string(),
-            "--report".into(),
-            report,
-        ]);
-        argv
-    };
+    let writer =
+        |exe: String, lines: String, report: String| writer_argv(job, settings, exe, lines, report);
     let (argv, kind) = match far {
         Some(f) => {
             let remote = writer(f.exe.clone(), f.lines.clone(), far_report.clone());
@@ -423,6 +426,84 @@ fn drain_once(
         None => std::fs::read(&report).with_context(|| format!("reading {}", report.display()))?,
     };
     Ok((serde_json::from_slice(&text)?, terminal))
+}
+
+/// The writer's command line: pinned where the row's server would be,
+/// writing `lines` for `length` after `settle`, its report to `report`.
+fn writer_argv(
+    job: &Job,
+    settings: &SinksSettings,
+    exe: String,
+    lines: String,
+    report: String,
+) -> Vec<String> {
+    let mut argv = load::taskset(&job.scenario.server_cpus);
+    argv.extend([
+        exe,
+        "sink-writer".into(),
+        lines,
+        "--for".into(),
+        humantime::format_duration(settings.length).to_string(),
+        "--settle".into(),
+        humantime::format_duration(settings.settle).to_string(),
+        "--report".into(),
+        report,
+    ]);
+    argv
+}
+
+/// One drain run of a row on a remote server host: the writer started
+/// there as the row's server would be, in the same sink
+/// ([`crate::stack::in_sink`]: a file, a pipe `cat` drains, a pty `script`
+/// drains, /dev/null, or xterm or alacritty on an Xvfb display there), in
+/// a private directory there with the lines and its report.
+fn drain_on_host(
+    job: &Job,
+    place: &Placement,
+    lines: &Path,
+    settings: &SinksSettings,
+    k: u32,
+) -> anyhow::Result<(WriterReport, Option<String>)> {
+    let host = &place.server;
+    let tmp = job.tmp.join(format!("drain-{k:02}"));
+    std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let files = host.private_dir(&tmp)?;
+    let exe = std::env::current_exe().context("finding shootout's own binary")?;
+    let exe = host.place_binary(&exe)?;
+    let text = std::fs::read(lines).with_context(|| format!("reading {}", lines.display()))?;
+    let there = format!("{}/lines.txt", files.path);
+    host.write_file(&there, &text)?;
+    let report = format!("{}/report.json", files.path);
+    let argv = writer_argv(job, settings, exe, there, report.clone());
+    let mut w = in_sink::start(job.scenario, &tmp, place, argv, &files)?;
+    let deadline = settings.settle + settings.length + Duration::from_secs(60);
+    let stopping = || job.run.stopping();
+    let status = until(deadline, &stopping, || w.proc_.try_wait());
+    let stopped = w.proc_.stop(Duration::from_secs(2));
+    w.stderr_done
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    w.sink.finish();
+    let Some(status) = status else {
+        if stopping() {
+            return Err(Interrupted.into());
+        }
+        bail!(
+            "{}the sink writer did not finish within {}",
+            host.prefix(),
+            humantime::format_duration(deadline)
+        );
+    };
+    stopped?;
+    if !status.success() {
+        bail!(
+            "{}the sink writer exited with {}: {}",
+            host.prefix(),
+            crate::place::procs::ended(status),
+            w.proc_.stderr().tail()
+        );
+    }
+    let text = host.read_file(&report)?;
+    Ok((serde_json::from_str(&text)?, w.terminal))
 }
 
 /// Polls `done` until it gives a status, `deadline` passes or the run

@@ -293,6 +293,16 @@ impl Host {
         }
     }
 
+    /// The text of file `path` on this host.
+    pub fn read_file(&self, path: &str) -> anyhow::Result<String> {
+        match self {
+            Host::Remote(s) => s
+                .run(&format!("cat {}", quote(path)))
+                .with_context(|| format!("{}reading {path}", self.prefix())),
+            _ => std::fs::read_to_string(path).with_context(|| format!("reading {path}")),
+        }
+    }
+
     /// Writes `bytes` to `path` on this host, its directory created.
     pub fn write_file(&self, path: &str, bytes: &[u8]) -> anyhow::Result<()> {
         match self {

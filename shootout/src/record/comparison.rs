@@ -84,6 +84,10 @@ pub struct SinkRecord {
     /// `ssh-terminal`: the stand-in link's shaped rate for ssh, bits/s.
     pub link_rate_bps: Option<u64>,
     pub proxy: Option<String>,
+    /// The row's remote server host (its sink is there, but for an ssh
+    /// terminal's, which is here); none here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_host: Option<String>,
 }
 
 impl SinkRecord {
@@ -96,6 +100,7 @@ impl SinkRecord {
             drawn: s.ssh_terminal.as_ref().map(|t| t.terminal),
             link_rate_bps: s.ssh_terminal.as_ref().and_then(|t| t.link_rate_bps),
             proxy: s.proxy.clone(),
+            server_host: s.hosts.as_ref().map(|h| h.server.clone()),
         }
     }
 }

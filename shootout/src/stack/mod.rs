@@ -4,6 +4,7 @@
 //! and stopped; dropping a stack stops whatever it still runs, wherever.
 
 pub mod emulator;
+pub(crate) mod in_sink;
 pub mod nginx;
 pub mod server;
 pub mod sink;
@@ -18,15 +19,14 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 use crate::check::verify::{self, Verified};
-use crate::config::scenario::{Drawn, LogSink, Request, Scenario};
-use crate::place::host::{Host, HostDir, Launch};
+use crate::config::scenario::{Request, Scenario};
+use crate::place::host::{Host, HostDir};
 use crate::place::placement::Placement;
 use crate::place::procs::Usage;
 use crate::place::running::{Boundaries, CpuReader, Running};
-use crate::stack::emulator::Emulator;
-use crate::stack::server::{follow_file, server_argv, wait_startup, ServerProc};
+use crate::stack::in_sink::InSink;
+use crate::stack::server::{server_argv, wait_startup, ServerProc};
 use crate::stack::sink::Sink;
-use crate::stack::ssh_served::OverSsh;
 
 /// What a stack needs to start.
 pub struct StackSpec<'a> {
@@ -104,48 +104,13 @@ impl Stack {
             .file_args(Path::new(&files.path))
             .into_iter()
             .find_map(|(flag, path)| (flag == "--log-file").then_some(path));
-        // A file or pipe sink ends in a file on the server's host (here, the
-        // runner's `Sink` opens it or drains the pipe into it; on a remote
-        // host the server's stdout is redirected there, and nothing comes
-        // back over ssh); its size is the bytes the server wrote.
-        let local_out = spec.tmp.join("server-stdout.txt");
-        let (argv, stdout_file, local_sink) = match s.log {
-            LogSink::File | LogSink::Pipe => {
-                let pipe = s.log == LogSink::Pipe;
-                let (argv, path, wrapped) =
-                    place.server.stdout_file(argv, &files, &local_out, pipe);
-                match (wrapped, s.log) {
-                    // The host's own file (or FIFO and file) takes it.
-                    (true, _) => (argv, Some(path), LogSink::None),
-                    // Here a pipe's reader counts what it drains into the file.
-                    (false, LogSink::Pipe) => (argv, None, LogSink::Pipe),
-                    (false, _) => (argv, Some(path), s.log),
-                }
-            }
-            // A pty on a remote host is drained there (by `script`, into a
-            // file whose size is the bytes).
-            LogSink::Terminal if place.server.ssh().is_ok() => {
-                (argv, Some(host_stdout(&files)), LogSink::None)
-            }
-            // An ssh terminal drained here is a pseudo-terminal drained here
-            // (ssh's output is what it reads).
-            LogSink::SshTerminal
-                if s.ssh_terminal.as_ref().map(|t| t.terminal) == Some(Drawn::Drained) =>
-            {
-                (argv, None, LogSink::Terminal)
-            }
-            _ => (argv, None, s.log),
-        };
-        let mut sink = Sink::new(local_sink, &local_out)?;
-        let stderr_done = Arc::new(AtomicBool::new(false));
-        let (mut server, terminal) = launch(
-            spec,
-            place,
-            argv,
-            &files,
-            sink.stdio.take().expect("fresh sink"),
-            &stderr_done,
-        )?;
+        let InSink {
+            proc_: mut server,
+            terminal,
+            stdout_file,
+            sink,
+            stderr_done,
+        } = in_sink::start(s, &spec.tmp, place, argv, &files)?;
         crate::hold_at::stage("start");
         let startup_line = wait_startup(&mut server)
             .map_err(|e| anyhow::anyhow!("{}{e:#}", place.server.prefix()))?;
@@ -216,6 +181,15 @@ impl Stack {
     /// True for the nginx static ceiling row (no app, no counter).
     pub fn is_ceiling(&self) -> bool {
         self.ceiling
+    }
+
+    /// What the server has written so far to a file sink (`log =
+    /// "file"`), read on its host; none for other sinks.
+    pub fn stdout_text(&self) -> anyhow::Result<Option<String>> {
+        self.stdout_file
+            .as_ref()
+            .map(|f| self.server_host.read_file(f))
+            .transpose()
     }
 
     /// The server's stderr lines so far (the first 200).
@@ -309,80 +283,6 @@ impl Stack {
         };
         (out, result)
     }
-}
-
-/// Where a remote host's file or pty sink leaves the server's stdout.
-fn host_stdout(files: &HostDir) -> String {
-    format!("{}/server-stdout.txt", files.path)
-}
-
-/// Starts the server of `spec` on `place.server` as its log sink asks:
-/// inside a terminal emulator here, through `ssh -tt`, or plainly with
-/// `stdout` as its stdout; with a description of the terminal, if any.
-fn launch(
-    spec: &StackSpec,
-    place: &Placement,
-    argv: Vec<String>,
-    files: &HostDir,
-    stdout: std::process::Stdio,
-    stderr_done: &Arc<AtomicBool>,
-) -> anyhow::Result<(ServerProc, Option<String>)> {
-    let s = spec.scenario;
-    let emulator = match s.log {
-        LogSink::Xterm => Some(emulator::Kind::Xterm),
-        LogSink::Alacritty => Some(emulator::Kind::Alacritty),
-        _ => None,
-    };
-    // A terminal on a remote server host is there, drained or drawn.
-    let on_host = match s.log {
-        _ if place.server.ssh().is_err() => None,
-        LogSink::Terminal => Some(ssh_served::Where::OnHost {
-            out: host_stdout(files),
-        }),
-        LogSink::Xterm => Some(ssh_served::Where::OnHostDrawn(emulator::Kind::Xterm)),
-        LogSink::Alacritty => Some(ssh_served::Where::OnHostDrawn(emulator::Kind::Alacritty)),
-        _ => None,
-    };
-    let over_ssh = s
-        .ssh_terminal
-        .as_ref()
-        .filter(|_| s.log == LogSink::SshTerminal)
-        .map(ssh_served::Where::Here)
-        .or(on_host);
-    if let Some(terminal) = over_ssh {
-        let (o, describe) = OverSsh::start(ssh_served::Start {
-            host: &place.server,
-            terminal,
-            argv,
-            dir: files,
-            log_level: &s.log_level,
-            stdout,
-            tmp: &spec.tmp,
-        })?;
-        return Ok((ServerProc::OverSsh(Box::new(o)), Some(describe)));
-    }
-    if let Some(kind) = emulator {
-        // The emulator and its display run here; the server inside it runs on
-        // the server's host (`ip netns exec` replaces itself with it).
-        let tag = spec.tmp.display().to_string();
-        let argv = place.server.terminal_argv(argv)?;
-        let x = Emulator::start(kind, &spec.tmp, &argv, &[("RUST_LOG", &s.log_level)], &tag)?;
-        let lines = follow_file(x.stderr.clone(), Arc::clone(stderr_done));
-        let terminal = Some(x.describe());
-        return Ok((ServerProc::InTerminal(Box::new(x), lines), terminal));
-    }
-    let mut env = vec![("RUST_LOG", s.log_level.clone())];
-    if s.log_style_always {
-        env.push(("RUST_LOG_STYLE", "always".into()));
-    }
-    let proc_ = place.server.spawn(Launch {
-        name: "server",
-        argv,
-        env,
-        stdout,
-        session: true,
-    })?;
-    Ok((ServerProc::Started(Box::new(proc_)), None))
 }
 
 impl Drop for Stack {
