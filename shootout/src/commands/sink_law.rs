@@ -2,7 +2,8 @@
 //! 4) from a drain run (`design = "sinks"`) and a served run (`design =
 //! "paired"`, the same sinks as rows against a no-logging baseline):
 //! writes SERVED/sinks.json, sink-law.json, sink-law.md and sink-law.svg,
-//! each whole or not at all, and prints the markdown. The drain run is
+//! each whole or not at all, rebuilds SERVED's report (its index.html
+//! lists them), and prints the markdown. The drain run is
 //! named by its directory name in them: keep both runs side by side under
 //! `results/`.
 
@@ -31,6 +32,8 @@ pub(super) fn run(a: Args) -> ExitCode {
         for (name, bytes) in &files {
             write_atomic(&a.served.join(name), bytes)?;
         }
+        // The run's page lists its files: the law's are new.
+        crate::record::report::rebuild(&a.served)?;
         Ok(sink_law_md::report(&law)?)
     })();
     match out {
