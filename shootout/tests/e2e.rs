@@ -1189,6 +1189,13 @@ fn a_sweep_steps_through_its_rates_and_records_every_step() {
         ]
     );
     let r = &lines[0];
+    // client_spin: loadgen was told to spin, and the rules say so.
+    assert_eq!(r["client_spins"], true, "{r}");
+    let readme = std::fs::read_to_string(run_dir(out.path()).join("README.md")).unwrap();
+    assert!(
+        readme.contains("Client spin: loadgen woke early"),
+        "{readme}"
+    );
     let steps = r["steps"].as_array().unwrap();
     let mut rates: Vec<f64> = steps.iter().map(|s| s["rate"].as_f64().unwrap()).collect();
     rates.dedup();

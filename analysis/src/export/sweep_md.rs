@@ -59,6 +59,16 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
              search counts as failing. The knee takes a rate's median p99 over its valid steps.\n"
         )?;
     }
+    if tables.iter().flat_map(|t| &t.rows).any(|r| r.client_spins) {
+        writeln!(
+            out,
+            "Client spin: loadgen woke early and polled without sleeping until each send was \
+             due (`[sweep] client_spin`, loadgen `--spin-before`), so that an idle vCPU's wake-up \
+             latency is not counted as the server's. It then reads about 100 % busy at every \
+             rate, so its busy share bounds nothing here: its own send lateness alone decides \
+             whether a step is valid.\n"
+        )?;
+    }
     for t in tables {
         writeln!(out, "## {}\n", t.title)?;
         writeln!(out, "| Configuration | Target | Closed-model 2xx/s | Max rate at target | 95% CI over searches | Resolution of a search | Searches | Knee |")?;

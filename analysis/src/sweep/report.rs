@@ -56,6 +56,10 @@ pub struct SweepRow {
     /// one, a rate was its step).
     #[serde(skip_serializing_if = "is_one")]
     pub votes: u32,
+    /// loadgen spun before each send (`[sweep] client_spin`), so its busy
+    /// share bounded nothing.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub client_spins: bool,
 }
 
 fn is_one(n: &u32) -> bool {
@@ -236,5 +240,6 @@ fn target_row(
         bracket: bracket.limit(),
         search_steps: search.iter().map(|(_, s)| figures(s)).collect(),
         votes: ix.votes,
+        client_spins: rules.max_loadgen_busy.is_none(),
     }
 }

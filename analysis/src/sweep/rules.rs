@@ -63,8 +63,10 @@ pub struct Rules {
     /// invalid.
     pub max_lateness_us: f64,
     /// A step whose loadgen was busier than this share of its threads is
-    /// invalid (a saturated client delays sends and reads).
-    pub max_loadgen_busy: f64,
+    /// invalid (a saturated client delays sends and reads). None when
+    /// loadgen spins before each send (`[sweep] client_spin`): it is then
+    /// always about 100 % busy, and its lateness alone decides.
+    pub max_loadgen_busy: Option<f64>,
 }
 
 /// Achieved below this share of the rate: past saturation, the sweep stops.
@@ -88,7 +90,7 @@ impl Rules {
         Rules {
             slo,
             max_lateness_us: (slo.limit_us() / 5.0).max(200.0),
-            max_loadgen_busy: 0.98,
+            max_loadgen_busy: Some(0.98),
         }
     }
 
@@ -96,7 +98,18 @@ impl Rules {
     /// was not CPU-bound.
     pub fn valid(&self, s: &Step) -> bool {
         s.client_lateness_p99_us <= self.max_lateness_us
-            && s.loadgen_busy.is_none_or(|b| b <= self.max_loadgen_busy)
+            && s.loadgen_busy
+                .is_none_or(|b| self.max_loadgen_busy.is_none_or(|m| b <= m))
+    }
+
+    /// These bounds for a loadgen that spins before each send instead of
+    /// sleeping: its busy share is no limit (it always reads about 100 %),
+    /// its send lateness still is.
+    pub fn spinning(self) -> Rules {
+        Rules {
+            max_loadgen_busy: None,
+            ..self
+        }
     }
 
     /// Past saturation: the sweep goes no higher.
@@ -299,6 +312,11 @@ pub(crate) mod tests {
         let mut busy = step(10_000.0, 10_000.0, 500.0);
         busy.loadgen_busy = Some(0.99);
         assert!(!r.valid(&busy));
+        // A spinning loadgen is always busy: only its lateness counts.
+        let spin = r.spinning();
+        busy.loadgen_busy = Some(1.0);
+        assert!(spin.valid(&busy) && spin.passes(&busy));
+        assert!(!spin.valid(&late));
     }
 
     #[test]

@@ -48,6 +48,10 @@ pub struct SweepSettings {
     /// Blocks of each comparison (fixed before it starts): a block runs
     /// the row and the baseline, each in fresh processes, in random order.
     pub compare_blocks: u32,
+    /// loadgen wakes this long before each open-model send and polls
+    /// without sleeping (`--spin-before`, at most 1 ms; 1 ms: it never
+    /// sleeps); none: it sleeps until the send is due.
+    pub client_spin: Option<Duration>,
 }
 
 impl SweepSettings {
@@ -69,6 +73,17 @@ impl SweepSettings {
             compare_at: Vec::new(),
             compare: None,
             compare_blocks: 6,
+            client_spin: None,
+        }
+    }
+
+    /// The bounds steps are judged by for target `slo` (a spinning client
+    /// is always busy: its busy share then bounds nothing).
+    pub fn rules(&self, slo: Slo) -> analysis::sweep::Rules {
+        let r = analysis::sweep::Rules::for_slo(slo);
+        match self.client_spin {
+            Some(_) => r.spinning(),
+            None => r,
         }
     }
 
@@ -99,6 +114,7 @@ pub struct RawSweep {
     compare_at: Option<Spanned<Vec<f64>>>,
     compare: Option<Spanned<Vec<String>>>,
     compare_blocks: Option<Spanned<i64>>,
+    client_spin: Option<Spanned<String>>,
 }
 
 impl RawSweep {
@@ -185,6 +201,16 @@ pub fn settings(
     s.step = dur(&r.step, "step", s.step, false)?;
     s.settle = dur(&r.settle, "settle", s.settle, true)?;
     s.probe = dur(&r.probe, "probe", s.probe, false)?;
+    if let Some(x) = &r.client_spin {
+        let d = dur(&r.client_spin, "client_spin", Duration::ZERO, false)?;
+        if d > Duration::from_millis(1) {
+            return Err((
+                x.span().start,
+                "[sweep] client_spin must be at most 1ms (loadgen's --spin-before)".into(),
+            ));
+        }
+        s.client_spin = Some(d);
+    }
     Ok(s)
 }
 

@@ -24,6 +24,12 @@ fn a_sweep_table_reads_with_its_defaults() {
     assert_eq!((s.repeats, s.bisect, s.factor, s.votes), (2, 4, 1.5, 3));
     let s = parse("[sweep]\nslo = \"p99 <= 1ms\"\nvotes = 1\n").unwrap();
     assert_eq!(s.votes, 1);
+    assert_eq!(s.client_spin, None);
+    assert_eq!(s.rules(s.slos[0]).max_loadgen_busy, Some(0.98));
+    // A spinning client: its busy share bounds nothing.
+    let s = parse("[sweep]\nslo = \"p99 <= 1ms\"\nclient_spin = \"1ms\"\n").unwrap();
+    assert_eq!(s.client_spin, Some(Duration::from_millis(1)));
+    assert_eq!(s.rules(s.slos[0]).max_loadgen_busy, None);
 }
 
 #[test]
@@ -56,6 +62,14 @@ fn bad_sweep_values_name_the_file_and_line() {
         (
             "[sweep]\nslo = \"p99 <= 1ms\"\nvotes = 0\n",
             "t.toml:4: [sweep] votes must be at least 1",
+        ),
+        (
+            "[sweep]\nslo = \"p99 <= 1ms\"\nclient_spin = \"2ms\"\n",
+            "t.toml:4: [sweep] client_spin must be at most 1ms",
+        ),
+        (
+            "[sweep]\nslo = \"p99 <= 1ms\"\nclient_spin = \"0s\"\n",
+            "t.toml:4: [sweep] client_spin must be more than zero",
         ),
         (
             "[sweep]\nslo = \"p99 <= 1ms\"\nvotes = 4\n",

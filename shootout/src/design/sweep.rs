@@ -178,7 +178,7 @@ pub(super) fn check_counter(
 /// Probe, steps until past saturation (for every target), then each
 /// target's searches; the targets' rules.
 fn sweep_steps(runner: &mut Stepper, settings: &SweepSettings) -> anyhow::Result<Vec<Rules>> {
-    let targets: Vec<Rules> = settings.slos.iter().map(|s| Rules::for_slo(*s)).collect();
+    let targets: Vec<Rules> = settings.slos.iter().map(|s| settings.rules(*s)).collect();
     let probe = runner.probe()?;
     let rates = match &settings.rates {
         Some(r) => r.clone(),
@@ -285,7 +285,10 @@ impl Stepper<'_, '_> {
         };
         let host = self.place.client();
         let bin = host.place_binary(run.loadgen)?;
-        let argv = load::argv(&bin, &row, self.stack.target, timing);
+        let mut argv = load::argv(&bin, &row, self.stack.target, timing);
+        if let (Some(_), Some(spin)) = (rate, self.settings.client_spin) {
+            argv = load::spinning(argv, spin);
+        }
         let file = format!("{}.{name}.jsonl", s.name);
         let log = run.table_dir.join(&file);
         let proc_ = load::spawn(host, argv, &log)?;

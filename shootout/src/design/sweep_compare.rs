@@ -79,7 +79,7 @@ pub fn run_all(
                     .is_none_or(|c| c.contains(&s.name))
         })
         .collect();
-    let target = Rules::for_slo(settings.slos[0]);
+    let target = settings.rules(settings.slos[0]);
     for (index, row) in compared {
         if run.stopping() {
             return Ok(true);

@@ -65,6 +65,21 @@ pub fn argv(loadgen: &str, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<S
     argv
 }
 
+/// `argv` (from [`argv`], an open-model load) with loadgen told to wake
+/// `spin` before each send and poll until it is due (`--spin-before`),
+/// the flag before the target, loadgen's last argument.
+pub fn spinning(mut argv: Vec<String>, spin: Duration) -> Vec<String> {
+    let at = argv.len().saturating_sub(1);
+    argv.splice(
+        at..at,
+        [
+            "--spin-before".to_string(),
+            humantime::format_duration(spin).to_string(),
+        ],
+    );
+    argv
+}
+
 /// The argv of row `s`'s slow clients against `target`, for `duration`
 /// (loadgen `--slowloris`: the row's request head, trickled).
 pub fn slow_argv(
@@ -215,6 +230,13 @@ mod tests {
         assert_eq!(
             turns[at..at + 4],
             ["--active-half", "second", "--turn", "200ms"]
+        );
+        // A spinning client: the flag and its duration, the target still last.
+        let spun = spinning(plain.clone(), Duration::from_millis(1));
+        assert_eq!(spun.len(), plain.len() + 2);
+        assert_eq!(
+            spun[spun.len() - 3..],
+            ["--spin-before", "1ms", "http://127.0.0.1:8080/"]
         );
     }
 }
