@@ -64,9 +64,9 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
             out,
             "Client spin: loadgen woke early and polled without sleeping until each send was \
              due (`[sweep] client_spin`, loadgen `--spin-before`), so that an idle vCPU's wake-up \
-             latency is not counted as the server's. It then reads about 100 % busy at every \
-             rate, so its busy share bounds nothing here: its own send lateness alone decides \
-             whether a step is valid.\n"
+             latency is not counted as the server's. It is then busy most of the time at any \
+             rate, waiting or not, so its busy share bounds nothing here: its own send lateness \
+             alone decides whether a step is valid.\n"
         )?;
     }
     for t in tables {
