@@ -122,6 +122,9 @@ struct Sink {
     log_stdout: bool,
     drawn: Option<String>,
     link_rate_bps: Option<u64>,
+    /// `false` where xterm ran with jump scroll off (absent otherwise).
+    #[serde(default)]
+    jump_scroll: Option<bool>,
     proxy: Option<String>,
     /// The row's remote server host (absent here, and in runs before it
     /// was recorded).
@@ -151,13 +154,18 @@ impl Sink {
     }
 
     /// What drew (or drained) the lines, for terminal sinks: an ssh
-    /// terminal's `drawn`, else the local sink's own terminal.
+    /// terminal's `drawn`, else the local sink's own terminal; xterm with
+    /// jump scroll off is `xterm +j`.
     fn terminal(&self) -> Option<String> {
-        match self.log.as_str() {
+        let t = match self.log.as_str() {
             "ssh-terminal" => self.drawn.clone(),
             "terminal" => Some("drained".into()),
             "xterm" | "alacritty" => Some(self.log.clone()),
             _ => None,
+        };
+        match self.jump_scroll {
+            Some(false) => t.map(|t| format!("{t} +j")),
+            _ => t,
         }
     }
 
@@ -167,6 +175,7 @@ impl Sink {
             && self.log_level == d.log_level
             && self.drawn == d.drawn
             && self.link_rate_bps == d.link_rate_bps
+            && self.jump_scroll == d.jump_scroll
             && self.sink_host() == d.host.as_deref()
     }
 }

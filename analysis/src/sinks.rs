@@ -45,6 +45,9 @@ pub struct SinkRow {
     /// (`drained`, `xterm`, `alacritty`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drawn: Option<String>,
+    /// `false` where xterm ran with jump scroll off (`+j`); none otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jump_scroll: Option<bool>,
     /// Seconds each run wrote first, uncounted (0 in runs before it).
     #[serde(skip_serializing_if = "is_zero")]
     pub settle_s: f64,
@@ -77,6 +80,8 @@ struct Index {
     link_rate_bps: Option<u64>,
     #[serde(default)]
     drawn: Option<String>,
+    #[serde(default)]
+    jump_scroll: Option<bool>,
     #[serde(default)]
     settle_s: f64,
     sample_lines: u64,
@@ -156,6 +161,7 @@ fn row(ix: Index) -> anyhow::Result<SinkRow> {
         host: ix.host,
         link_rate_bps: ix.link_rate_bps,
         drawn: ix.drawn,
+        jump_scroll: ix.jump_scroll,
         settle_s: ix.settle_s,
     })
 }
@@ -182,6 +188,7 @@ mod tests {
             host: None,
             link_rate_bps: None,
             drawn: None,
+            jump_scroll: None,
             settle_s: 0.0,
             sample_lines: 400,
             sample_requests: 200,
@@ -225,6 +232,7 @@ mod tests {
             host: None,
             link_rate_bps: None,
             drawn: None,
+            jump_scroll: None,
             settle_s: 0.0,
             sample_lines: 0,
             sample_requests: 10,

@@ -52,8 +52,11 @@ pub fn report(law: &Law) -> Result<String, std::fmt::Error> {
     writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|")?;
     for r in &law.rows {
         let mut sink = r.sink.clone();
-        if let Some(t) = r.terminal.as_ref().filter(|t| **t != r.sink) {
-            sink += &format!(", {t}");
+        match &r.terminal {
+            // `xterm +j` for the sink `xterm`.
+            Some(t) if t.starts_with(&r.sink) => sink = t.clone(),
+            Some(t) => sink += &format!(", {t}"),
+            None => {}
         }
         if let Some(bps) = r.link_rate_bps {
             sink += &format!(", {} Mbit/s", bps as f64 / 1e6);

@@ -37,9 +37,14 @@ pub fn sections(out: &mut String, tables: &[SinkTable]) -> std::fmt::Result {
             let runs: Vec<String> = r.runs.iter().map(|x| format!("{x:.0}")).collect();
             writeln!(
                 out,
-                "| {} | {} ({}{}) | {:.3} | {:.1} | {:.0} | {ci} | {} | {:.0} | {} |",
+                "| {} | {}{} ({}{}) | {:.3} | {:.1} | {:.0} | {ci} | {} | {:.0} | {} |",
                 r.label,
                 r.sink,
+                if r.jump_scroll == Some(false) {
+                    " +j"
+                } else {
+                    ""
+                },
                 r.log_level,
                 r.host
                     .as_ref()

@@ -123,9 +123,10 @@ impl ScenarioFile {
     }
 }
 
-/// The row's log sink as `list` shows it.
+/// The row's log sink as `list` shows it (`+j`: xterm's jump scroll off).
 fn log_cell(s: &crate::config::scenario::Scenario) -> String {
-    match &s.ssh_terminal {
+    let j = if s.jump_scroll { "" } else { "+j" };
+    let cell = match &s.ssh_terminal {
         Some(t) => format!(
             "ssh-terminal@{}:{:?}{}",
             t.host,
@@ -134,5 +135,6 @@ fn log_cell(s: &crate::config::scenario::Scenario) -> String {
                 .map_or(String::new(), |b| format!(",{b}bit/s"))
         ),
         None => format!("{:?}", s.log),
-    }
+    };
+    cell + j
 }

@@ -84,6 +84,9 @@ pub struct Settings {
     pub ssh_host: Option<Spanned<String>>,
     pub terminal: Option<Spanned<String>>,
     pub link_rate: Option<Spanned<String>>,
+    /// xterm rows (`log = "xterm"`, or an ssh terminal drawn by xterm):
+    /// `false` turns xterm's jump scroll off (`+j`).
+    pub jump_scroll: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -319,6 +322,7 @@ fn row(
         ));
     }
     let ssh_terminal = ssh_terminal_of(o, d, log, remote, hosts.as_ref(), at, err)?;
+    let jump_scroll = jump_scroll(o, d, log, ssh_terminal.as_ref(), err)?;
     let client_timeout = o.client_timeout.or(d.client_timeout);
     let needs = [
         (
@@ -387,8 +391,31 @@ fn row(
         against: o.against.as_ref().map(|a| a.get_ref().clone()),
         slow: slow_clients(o, d, err)?,
         ssh_terminal,
+        jump_scroll,
         log_style_always: false,
     })
+}
+
+/// `jump_scroll = false`: only where xterm draws the row's stdout (a
+/// `[defaults]` key is taken by the file's xterm rows and ignored by the
+/// others; a row's own key on another sink is refused).
+fn jump_scroll(
+    o: &Settings,
+    d: &Settings,
+    log: LogSink,
+    ssh: Option<&crate::config::scenario::SshTerminal>,
+    err: &Err,
+) -> Result<bool, ScenarioError> {
+    let xterm = log == LogSink::Xterm
+        || ssh.is_some_and(|t| t.terminal == crate::config::scenario::Drawn::Xterm);
+    match (&o.jump_scroll, &d.jump_scroll) {
+        (Some(own), _) if !xterm => Err(err(
+            own.span().start,
+            "jump_scroll is xterm's: it needs log = \"xterm\", or log = \"ssh-terminal\" with terminal = \"xterm\"".into(),
+        )),
+        (Some(v), _) | (None, Some(v)) if xterm => Ok(*v.get_ref()),
+        _ => Ok(true),
+    }
 }
 
 /// `slow_clients = N` and `slow_every = "1s"` (row or `[defaults]`).

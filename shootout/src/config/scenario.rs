@@ -264,6 +264,9 @@ pub struct Scenario {
     pub slow: Option<SlowClients>,
     /// Set when `log = "ssh-terminal"`.
     pub ssh_terminal: Option<SshTerminal>,
+    /// xterm's jump scroll (`jump_scroll = false` is `xterm +j`: it draws
+    /// every line); true, xterm's default, unless the row turns it off.
+    pub jump_scroll: bool,
     /// Not a file key: the sinks design's sample sets it for terminal
     /// sinks, so that the server writes (into a file) the lines it writes
     /// to a terminal, colours included (`RUST_LOG_STYLE=always`).

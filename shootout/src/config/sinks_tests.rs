@@ -186,3 +186,38 @@ fn remote_rows_take_every_sink_and_serve_an_ssh_terminal_from_its_host() {
         "{e}"
     );
 }
+
+#[test]
+fn jump_scroll_is_xterms_wherever_xterm_draws() {
+    use crate::stack::emulator::Kind;
+    let parse = |t: &str| crate::config::parse::parse(std::path::Path::new("t.toml"), t);
+    // A `[defaults]` key is taken by xterm rows (here, or drawing an ssh
+    // session) and ignored by the others.
+    let text = format!(
+        "design = \"sinks\"\n{}\n[defaults]\njump_scroll = false\nfeatures = [\"log-stdout\"]\n\n{SSH_ROW}ssh_host = \"server\"\nterminal = \"xterm\"\n\n[[scenario]]\nname = \"x\"\nserver = \"actix\"\nlog = \"xterm\"\n\n[[scenario]]\nname = \"f\"\nserver = \"actix\"\nlog = \"file\"\n\n[[scenario]]\nname = \"a\"\nserver = \"actix\"\nlog = \"alacritty\"\n",
+        hosts(true)
+    );
+    let f = parse(&text).unwrap();
+    let kinds: Vec<Option<Kind>> = f.scenarios.iter().map(Kind::of).collect();
+    let off = Some(Kind::Xterm { jump_scroll: false });
+    assert_eq!(kinds, [off, off, None, Some(Kind::Alacritty)]);
+    assert!(f.scenarios[2].jump_scroll && f.scenarios[3].jump_scroll);
+    // Without the key, xterm keeps its default.
+    let f = parse("[[scenario]]\nname = \"x\"\nserver = \"actix\"\nlog = \"xterm\"\n").unwrap();
+    assert_eq!(
+        Kind::of(&f.scenarios[0]),
+        Some(Kind::Xterm { jump_scroll: true })
+    );
+    // A row's own key where xterm does not draw is refused at its line.
+    for (row, line) in [
+        ("log = \"file\"\njump_scroll = false\n", 5),
+        ("log = \"alacritty\"\n\njump_scroll = true\n", 6),
+    ] {
+        let text = format!("[[scenario]]\nname = \"x\"\nserver = \"actix\"\n{row}");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("t.toml:{line}: jump_scroll is xterm's")),
+            "{e}"
+        );
+    }
+}

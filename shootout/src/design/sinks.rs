@@ -114,6 +114,9 @@ struct SinkIndex<'a> {
     drawn: Option<Drawn>,
     #[serde(skip_serializing_if = "Option::is_none")]
     link_rate_bps: Option<u64>,
+    /// `false` where the row turned xterm's jump scroll off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    jump_scroll: Option<bool>,
     length_s: f64,
     /// Written first in each run and not counted.
     settle_s: f64,
@@ -176,6 +179,7 @@ fn sink_row(job: &Job, settings: &SinksSettings, facts: &mut RowFacts) -> anyhow
         host: on_host.as_ref().map(|p| p.server.name().to_string()),
         drawn: s.ssh_terminal.as_ref().map(|t| t.terminal),
         link_rate_bps: s.ssh_terminal.as_ref().and_then(|t| t.link_rate_bps),
+        jump_scroll: crate::record::comparison::jump_scroll_off(s),
         length_s: settings.length.as_secs_f64(),
         settle_s: settings.settle.as_secs_f64(),
         runs: &runs,
@@ -377,11 +381,7 @@ fn drain_once(
     let mut terminal = None;
     let status = match kind {
         LogSink::Xterm | LogSink::Alacritty => {
-            let kind = if kind == LogSink::Xterm {
-                emulator::Kind::Xterm
-            } else {
-                emulator::Kind::Alacritty
-            };
+            let kind = emulator::Kind::of(s).context("an emulator row")?;
             let tag = job.tmp.display().to_string();
             let mut term = Emulator::start(kind, &dir, &argv, &[], &tag)?;
             terminal = Some(term.describe());

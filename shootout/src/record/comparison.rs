@@ -83,6 +83,9 @@ pub struct SinkRecord {
     pub drawn: Option<crate::config::scenario::Drawn>,
     /// `ssh-terminal`: the stand-in link's shaped rate for ssh, bits/s.
     pub link_rate_bps: Option<u64>,
+    /// `Some(false)` where the row turned xterm's jump scroll off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jump_scroll: Option<bool>,
     pub proxy: Option<String>,
     /// The row's remote server host (its sink is there, but for an ssh
     /// terminal's, which is here); none here.
@@ -99,9 +102,19 @@ impl SinkRecord {
             log_stdout: s.features.iter().any(|f| f == "log-stdout"),
             drawn: s.ssh_terminal.as_ref().map(|t| t.terminal),
             link_rate_bps: s.ssh_terminal.as_ref().and_then(|t| t.link_rate_bps),
+            jump_scroll: jump_scroll_off(s),
             proxy: s.proxy.clone(),
             server_host: s.hosts.as_ref().map(|h| h.server.clone()),
         }
+    }
+}
+
+/// `Some(false)` where xterm draws row `s`'s stdout with jump scroll off;
+/// none otherwise (the records of earlier runs, and every other row).
+pub fn jump_scroll_off(s: &Scenario) -> Option<bool> {
+    match crate::stack::emulator::Kind::of(s) {
+        Some(crate::stack::emulator::Kind::Xterm { jump_scroll: false }) => Some(false),
+        _ => None,
     }
 }
 

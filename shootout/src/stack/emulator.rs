@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
+use crate::config::scenario::{Drawn, LogSink, Scenario};
 use crate::place::procs::Proc;
 
 /// Window size in character cells.
@@ -34,22 +35,46 @@ pub const SCREEN: &str = "1280x800x24";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// xterm with its core font `fixed` (xfonts-base, 6x13 pixels).
-    Xterm,
+    /// `jump_scroll: false` is xterm's `+j` (scenario key `jump_scroll =
+    /// false`): it scrolls and draws every line instead of skipping to the
+    /// last screenful when output comes faster than it draws.
+    Xterm { jump_scroll: bool },
     /// alacritty at font size 10 (its default family), software OpenGL.
     Alacritty,
 }
 
 impl Kind {
+    /// The emulator row `s` draws its server's stdout in (`log = "xterm"`
+    /// or `"alacritty"`, here or on its server's host), or its ssh
+    /// session's output here (`log = "ssh-terminal"`); none for the others.
+    pub fn of(s: &Scenario) -> Option<Kind> {
+        let xterm = Kind::Xterm {
+            jump_scroll: s.jump_scroll,
+        };
+        match s.log {
+            LogSink::Xterm => Some(xterm),
+            LogSink::Alacritty => Some(Kind::Alacritty),
+            LogSink::SshTerminal => match s.ssh_terminal.as_ref()?.terminal {
+                Drawn::Xterm => Some(xterm),
+                Drawn::Alacritty => Some(Kind::Alacritty),
+                Drawn::Drained => None,
+            },
+            _ => None,
+        }
+    }
+
     fn program(self) -> &'static str {
         match self {
-            Kind::Xterm => "xterm",
+            Kind::Xterm { .. } => "xterm",
             Kind::Alacritty => "alacritty",
         }
     }
 
+    /// The font, and xterm's scrolling when it is not its default.
     fn font(self) -> &'static str {
         match self {
-            Kind::Xterm => "fixed (6x13)",
+            Kind::Xterm { jump_scroll: true } => "fixed (6x13)",
+            Kind::Xterm { jump_scroll: false } => "fixed (6x13), jump scroll off (+j)",
             Kind::Alacritty => "default family, size 10",
         }
     }
@@ -57,7 +82,7 @@ impl Kind {
     /// The emulator's command line up to `-e`, for display `:display`.
     fn command(self, display: u32) -> Command {
         let mut cmd = Command::new(self.program());
-        if self == Kind::Xterm {
+        if matches!(self, Kind::Xterm { .. }) {
             cmd.args(["-display", &format!(":{display}")]);
         }
         cmd.env("DISPLAY", format!(":{display}"));
@@ -78,17 +103,20 @@ impl Kind {
     /// One window size, scrollback and font wherever the emulator runs.
     fn settings(self) -> (Vec<(&'static str, &'static str)>, Vec<String>) {
         match self {
-            Kind::Xterm => (
-                Vec::new(),
-                vec![
+            Kind::Xterm { jump_scroll } => (Vec::new(), {
+                let mut args: Vec<String> = vec![
                     "-geometry".into(),
                     format!("{COLUMNS}x{LINES}"),
                     "-sl".into(),
                     SCROLLBACK.to_string(),
                     "-fn".into(),
                     "fixed".into(),
-                ],
-            ),
+                ];
+                if !jump_scroll {
+                    args.push("+j".into());
+                }
+                args
+            }),
             Kind::Alacritty => (
                 vec![("LIBGL_ALWAYS_SOFTWARE", "1")],
                 vec![

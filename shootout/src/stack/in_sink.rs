@@ -114,8 +114,7 @@ fn launch(
     stderr_done: &Arc<AtomicBool>,
 ) -> anyhow::Result<(ServerProc, Option<String>)> {
     let emulator = match s.log {
-        LogSink::Xterm => Some(emulator::Kind::Xterm),
-        LogSink::Alacritty => Some(emulator::Kind::Alacritty),
+        LogSink::Xterm | LogSink::Alacritty => emulator::Kind::of(s),
         _ => None,
     };
     // A terminal on a remote server host is there, drained or drawn.
@@ -124,15 +123,17 @@ fn launch(
         LogSink::Terminal => Some(ssh_served::Where::OnHost {
             out: host_stdout(files),
         }),
-        LogSink::Xterm => Some(ssh_served::Where::OnHostDrawn(emulator::Kind::Xterm)),
-        LogSink::Alacritty => Some(ssh_served::Where::OnHostDrawn(emulator::Kind::Alacritty)),
+        LogSink::Xterm | LogSink::Alacritty => emulator.map(ssh_served::Where::OnHostDrawn),
         _ => None,
     };
     let over_ssh = s
         .ssh_terminal
         .as_ref()
         .filter(|_| s.log == LogSink::SshTerminal)
-        .map(ssh_served::Where::Here)
+        .map(|t| ssh_served::Where::Here {
+            t,
+            drawn: emulator::Kind::of(s),
+        })
         .or(on_host);
     if let Some(terminal) = over_ssh {
         let (o, describe) = OverSsh::start(ssh_served::Start {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::config::scenario::{Drawn, SshTerminal};
+use crate::config::scenario::SshTerminal;
 use crate::place::host::{Host, HostDir};
 use crate::place::procs::StderrLines;
 use crate::place::remote::{self, RemoteProc};
@@ -50,8 +50,12 @@ pub(crate) struct OverSsh {
 
 /// Where the server's terminal is drained or drawn.
 pub(crate) enum Where<'a> {
-    /// Here, through `ssh -tt` (`log = "ssh-terminal"`).
-    Here(&'a SshTerminal),
+    /// Here, through `ssh -tt` (`log = "ssh-terminal"`), drawn by the
+    /// emulator `drawn` (none: a drained pseudo-terminal).
+    Here {
+        t: &'a SshTerminal,
+        drawn: Option<Kind>,
+    },
     /// On the server's host: a pty that util-linux `script` drains into
     /// `out` there (`log = "terminal"` on a remote host).
     OnHost { out: String },
@@ -81,7 +85,7 @@ impl OverSsh {
         let ssh = s.host.ssh()?;
         let name = ssh.host.name.clone();
         let rate = match &s.terminal {
-            Where::Here(t) => t.link_rate_bps,
+            Where::Here { t, .. } => t.link_rate_bps,
             Where::OnHost { .. } | Where::OnHostDrawn(_) => None,
         };
         let shaped = match rate {
@@ -130,7 +134,9 @@ impl OverSsh {
                     format!("{} on an Xvfb display on host {name}", kind.settings_text()),
                 )
             }
-            Where::Here(t) => client_here(t, ssh.terminal_argv(&script), s.stdout, s.tmp)?,
+            Where::Here { drawn, .. } => {
+                client_here(*drawn, ssh.terminal_argv(&script), s.stdout, s.tmp)?
+            }
         };
         let mut client = client;
         let pid = wait_pid(&ssh, &pid_file, &mut client)
@@ -147,7 +153,7 @@ impl OverSsh {
         let describe = match &s.terminal {
             Where::OnHost { .. } => format!("server's stdout {drawn}"),
             Where::OnHostDrawn(_) => format!("server's stdout drawn by {drawn}"),
-            Where::Here(_) => format!(
+            Where::Here { .. } => format!(
                 "server started through ssh -tt to host {name} ({}@{}:{}, a connection of its own), its stdout that session's pseudo-terminal, drawn here by {drawn}{}",
                 ssh.host.user,
                 ssh.host.address,
@@ -268,26 +274,23 @@ fn drawn_on_host(kind: Kind, dir: &str, script: &str) -> String {
 }
 
 /// The ssh client here for `log = "ssh-terminal"`: its output in a
-/// drained pty (`stdout`) or drawn by an emulator; with what drew it.
+/// drained pty (`stdout`) or drawn by an emulator (`drawn`); with what
+/// drew it.
 fn client_here(
-    t: &SshTerminal,
+    drawn: Option<Kind>,
     argv: Vec<String>,
     stdout: Stdio,
     tmp: &Path,
 ) -> anyhow::Result<(Client, String)> {
-    Ok(match t.terminal {
-        Drawn::Drained => {
+    Ok(match drawn {
+        None => {
             let p = Running::here("ssh", &argv, stdout)?;
             (
                 Client::Drained(Box::new(p)),
                 "a drained pseudo-terminal".into(),
             )
         }
-        Drawn::Xterm | Drawn::Alacritty => {
-            let kind = match t.terminal {
-                Drawn::Xterm => Kind::Xterm,
-                _ => Kind::Alacritty,
-            };
+        Some(kind) => {
             let tag = tmp.display().to_string();
             let x = Emulator::start(kind, tmp, &argv, &[], &tag)?;
             let d = x.describe();
