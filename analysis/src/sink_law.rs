@@ -604,4 +604,58 @@ mod tests {
         );
         std::fs::remove_dir_all(&root).unwrap();
     }
+
+    #[test]
+    fn xterm_with_jump_scroll_off_takes_only_its_own_drain() {
+        let root = std::env::temp_dir().join(format!("sink-law-j-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (drain, served) = (root.join("drain"), root.join("served"));
+        // One line a request: xterm drains 50,000 lines/s, xterm +j 1,000.
+        for (row, j, lines) in [
+            ("xterm", "", 100_000),
+            ("xterm-j", r#""jump_scroll": false, "#, 2_000),
+        ] {
+            write(
+                &drain.join("t").join(format!("{row}.sinks.json")),
+                &format!(
+                    r#"{{"row": "{row}", "label": "{row}", "server": "actix", "sink": "xterm", "log_level": "info", {j}"sample_lines": 100, "sample_requests": 100, "runs": [{{"lines": {lines}, "bytes": 1, "seconds": 2.0}}, {{"lines": {lines}, "bytes": 1, "seconds": 2.0}}]}}"#
+                ),
+            );
+        }
+        let sink = |log: &str, stdout: bool, j: &str| {
+            format!(
+                r#"{{"server": "actix", "log": "{log}", "log_level": "info", "log_stdout": {stdout}, "drawn": null, "link_rate_bps": null, {j}"proxy": null}}"#
+            )
+        };
+        let none = sink("none", false, "");
+        write(
+            &served.join("meta.json"),
+            &format!(
+                r#"{{"paired": [{{"row": "j", "baseline": "nolog", "row_sink": {}, "base_sink": {none}}}, {{"row": "x", "baseline": "nolog", "row_sink": {}, "base_sink": {none}}}]}}"#,
+                sink("xterm", true, r#""jump_scroll": false, "#),
+                sink("xterm", true, "")
+            ),
+        );
+        let t = served.join("t");
+        write(&t.join("table.toml"), "");
+        for row in ["j", "x"] {
+            served_row(
+                &t,
+                row,
+                [([900; 2], [10_000; 2]), ([1_100; 2], [10_000; 2])],
+            );
+        }
+        let got = law(&drain, &served).unwrap();
+        let (j, x) = (&got.rows[0], &got.rows[1]);
+        assert_eq!(
+            (j.drain_row.as_str(), x.drain_row.as_str()),
+            ("xterm-j", "xterm")
+        );
+        assert_eq!(j.terminal.as_deref(), Some("xterm +j"));
+        assert_eq!(x.terminal.as_deref(), Some("xterm"));
+        assert!((j.predicted_rps - 1_000.0).abs() < 1e-9 && j.bottleneck && j.within_tolerance);
+        // xterm allows 50,000, above the 10,000 ceiling.
+        assert!((x.predicted_rps - 10_000.0).abs() < 1e-9 && !x.bottleneck);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
