@@ -1145,6 +1145,10 @@ fn a_sweep_steps_through_its_rates_and_records_every_step() {
         })
         .collect();
     assert_eq!(names, [("actix", 1), ("ntex", 1), ("ntex", 2)], "{m}");
+    // The comparison's record is ntex's own stacks', whichever side of a
+    // block ran last.
+    let startup = rows[2]["startup_line"].as_str().unwrap();
+    assert!(startup.starts_with("ntex-server listening"), "{startup}");
     for row in rows {
         assert!(row["error"].is_null(), "{row}");
         // Every POST the steps acknowledged is in the server's count.

@@ -151,7 +151,12 @@ struct Pair<'a, 'b> {
 impl Pair<'_, '_> {
     /// Every block at every percentage; writes `ROW.compare.json` as it
     /// goes, so that an interrupted comparison keeps its whole blocks.
+    /// `facts` (the compared row's record) takes the row's stacks only;
+    /// the baseline's are checked the same way, and a failure still ends
+    /// the comparison, but they do not overwrite the row's start-up line,
+    /// verification and count.
     fn compare(&self, facts: &mut RowFacts) -> anyhow::Result<()> {
+        let mut base_facts = RowFacts::default();
         let seed = rand::random::<u64>();
         let orders = plan_orders(seed, self.settings.compare_blocks);
         let mut entries = Vec::new();
@@ -166,7 +171,11 @@ impl Pair<'_, '_> {
                 let mut pair = Vec::new();
                 for (k, (side, (index, scenario))) in sides.into_iter().enumerate() {
                     let name = format!("cmp-{}-{pct}-b{block:02}", self.row.1.name);
-                    let step = self.one(index, scenario, &name, rate, facts)?;
+                    let side_facts = match side {
+                        "row" => &mut *facts,
+                        _ => &mut base_facts,
+                    };
+                    let step = self.one(index, scenario, &name, rate, side_facts)?;
                     pair.push(CompareEntry {
                         pct,
                         block,
