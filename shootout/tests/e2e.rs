@@ -826,6 +826,10 @@ fn reruns_set_runs_side_by_side(run: &Path) {
     assert_eq!(r["same_machine"], true, "{r}");
     let md = shootout(&["reruns", run, run]).output().unwrap();
     assert!(String::from_utf8_lossy(&md.stdout).contains("| Spread | Reproduced |"));
+    assert!(String::from_utf8_lossy(&md.stdout).contains("| Knee per run | Knee spread |"));
+    for t in targets {
+        assert_eq!(t["knee_spread_pct"], 0.0, "{t}");
+    }
 
     // The same run with another CPU in its meta.json: no row is judged.
     let elsewhere = tempfile::tempdir_in(target_dir()).unwrap();
@@ -1153,7 +1157,25 @@ fn a_sweep_steps_through_its_rates_and_records_every_step() {
         assert!(row["error"].is_null(), "{row}");
         // Every POST the steps acknowledged is in the server's count.
         assert_eq!(row["counter"]["ok"], true, "{row}");
+        // The server's and the loadgens' CPU and peak memory over the row
+        // (its stacks and steps): a server that served thousands of
+        // requests used some CPU, and each process held some memory.
+        for who in ["server", "loadgen"] {
+            let cpu = row[who]["cpu_seconds"].as_f64().unwrap();
+            assert!(cpu > 0.0, "{who}: {row}");
+            assert!(
+                row[who]["peak_rss_bytes"].as_u64().unwrap() > 0,
+                "{who}: {row}"
+            );
+            assert_eq!(row[who]["processes"], 1, "{who}: {row}");
+        }
     }
+    // The comparison's record sums ntex's fresh stacks, one per block,
+    // so its loadgens' CPU is that of its steps alone, not the sweep's.
+    assert!(
+        rows[2]["loadgen"]["cpu_seconds"].as_f64() < rows[1]["loadgen"]["cpu_seconds"].as_f64(),
+        "{m}"
+    );
     let table = run_dir(out.path()).join("sweep");
     for f in [
         "actix.probe.jsonl",

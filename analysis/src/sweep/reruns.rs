@@ -84,6 +84,8 @@ pub struct TargetAcross {
     /// rate, out of the pairs where run i had an interval.
     pub held: usize,
     pub pairs: usize,
+    /// The knees' largest / smallest − 1 (percent), when every run has one.
+    pub knee_spread_pct: Option<f64>,
 }
 
 /// A run's answer for one row and target.
@@ -100,6 +102,9 @@ pub struct MaxRate {
     /// The highest passing step: a lower bound when `bracket` is `client`.
     pub highest_pass: Option<f64>,
     pub client_in_search: bool,
+    /// The row's knee for this target (`rules::knee`): a property of the
+    /// curve, not of the target's limit.
+    pub knee: Option<f64>,
 }
 
 /// One comparison at equal rates across runs.
@@ -186,6 +191,7 @@ fn max_rate(r: &SweepRow) -> MaxRate {
             .map(|s| s.step.rate)
             .reduce(f64::max),
         client_in_search: r.client_in_search,
+        knee: r.knee,
     }
 }
 
@@ -224,6 +230,8 @@ fn targets_across(runs: &[Vec<SweepRow>], same_machine: bool) -> Vec<TargetAcros
             .collect();
         let rates: Vec<f64> = per.iter().flatten().filter_map(|m| m.rate).collect();
         let spread_pct = (rates.len() == per.len()).then(|| spread(&rates));
+        let knees: Vec<f64> = per.iter().flatten().filter_map(|m| m.knee).collect();
+        let knee_spread_pct = (knees.len() == per.len()).then(|| spread(&knees));
         let (held, pairs) = held_pairs(per.len(), |i, j| {
             let a = per[i].as_ref()?;
             let (m, ci) = (a.rate?, a.ci95_pct?);
@@ -241,6 +249,7 @@ fn targets_across(runs: &[Vec<SweepRow>], same_machine: bool) -> Vec<TargetAcros
                 .map(|s| s <= REPRODUCED_PCT),
             held,
             pairs,
+            knee_spread_pct,
         });
     }
     out
@@ -329,7 +338,7 @@ pub fn to_markdown(r: &Reruns) -> String {
         .map(|(n, m)| format!("{n} ({})", m.describe()))
         .collect();
     let mut s = format!(
-        "Runs: {}.\n\nMax rate at the target in each run (95 % interval over that run's searches); spread = largest / smallest - 1; reproduced = spread within {REPRODUCED_PCT} %; held = ordered pairs of runs where one run's interval held the other's max rate; the closed-model 2xx/s (the row's probe) shows how much the machine itself moved between runs.\n\n",
+        "Runs: {}.\n\nMax rate at the target in each run (95 % interval over that run's searches); spread = largest / smallest - 1; reproduced = spread within {REPRODUCED_PCT} %; held = ordered pairs of runs where one run's interval held the other's max rate; the closed-model 2xx/s (the row's probe) shows how much the machine itself moved between runs; the knee (a property of the p99 curve, on steps 1.5 times apart) and its spread.\n\n",
         runs.join(", ")
     );
     if !r.same_machine {
@@ -339,9 +348,9 @@ pub fn to_markdown(r: &Reruns) -> String {
     for i in 1..=r.runs.len() {
         s += &format!(" Run {i} |");
     }
-    s += " Spread | Reproduced | Intervals held | Closed-model 2xx/s per run |\n|---|---|";
+    s += " Spread | Reproduced | Intervals held | Closed-model 2xx/s per run | Knee per run | Knee spread |\n|---|---|";
     s += &"---:|".repeat(r.runs.len());
-    s += "---:|---|---:|---:|\n";
+    s += "---:|---|---:|---:|---:|---:|\n";
     for t in &r.targets {
         s += &format!("| {} | {} |", t.label, t.slo);
         for m in &t.runs {
@@ -365,11 +374,22 @@ pub fn to_markdown(r: &Reruns) -> String {
                     .map_or("-".into(), |c| format!("{c:.0}"))
             })
             .collect();
+        let knees: Vec<String> = t
+            .runs
+            .iter()
+            .map(|m| {
+                m.as_ref()
+                    .and_then(|m| m.knee)
+                    .map_or("-".into(), |k| format!("{k:.0}"))
+            })
+            .collect();
+        let knee_spread = t.knee_spread_pct.map_or("-".into(), |p| format!("{p:.1}%"));
         s += &format!(
-            " {spread} | {rep} | {} of {} | {} |\n",
+            " {spread} | {rep} | {} of {} | {} | {} | {knee_spread} |\n",
             t.held,
             t.pairs,
-            closed.join(" / ")
+            closed.join(" / "),
+            knees.join(" / ")
         );
     }
     if r.comparisons.is_empty() {

@@ -21,6 +21,7 @@ use crate::design::{each, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
 use crate::measure::wait::{self, Limits, Waited};
 use crate::place::placement::Placement;
+use crate::place::procs::Usage;
 use crate::record::meta::Meta;
 use crate::record::row::{RowFacts, RowRecord};
 use crate::stack::Stack;
@@ -101,6 +102,7 @@ fn sweep_row(job: &Job, settings: &SweepSettings, facts: &mut RowFacts) -> anyho
             stack,
             entries: &mut entries,
             logs: &mut logs,
+            loadgen: &mut facts.loadgen,
         };
         let targets = sweep_steps(&mut runner, settings)?;
         let s = job.scenario;
@@ -134,10 +136,24 @@ pub(super) fn on_fresh_stack(
         stack.log_file.as_ref().map(|p| p.display().to_string()),
     ));
     let result = stages(&place, &mut stack, facts);
+    sample_stack(&stack, facts);
     let (stopped, stop_result) = stack.stop();
     facts.stopped = Some(stopped);
     result?;
     stop_result
+}
+
+/// Adds a stack's usage from its start to now to the row's record (a row
+/// measured on several fresh stacks, as a comparison is, sums their CPU
+/// seconds and keeps the largest peak RSS).
+fn sample_stack(stack: &Stack, facts: &mut RowFacts) {
+    let (server, nginx) = stack.usage();
+    if let Some(u) = server {
+        facts.server = facts.server.then(u);
+    }
+    if let Some(u) = nginx {
+        facts.nginx = Some(facts.nginx.unwrap_or_default().then(u));
+    }
 }
 
 /// Checks the app on a started stack; the count before the load.
@@ -236,6 +252,8 @@ pub(super) struct Stepper<'a, 'b> {
     pub(super) stack: &'a mut Stack,
     pub(super) entries: &'a mut Vec<StepEntry>,
     pub(super) logs: &'a mut Vec<PathBuf>,
+    /// Every loadgen's usage so far, one after another.
+    pub(super) loadgen: &'a mut Usage,
 }
 
 impl Stepper<'_, '_> {
@@ -295,7 +313,7 @@ impl Stepper<'_, '_> {
         let started = Instant::now();
         let settle = self.settings.settle;
         let mut cpu_at_settle = None;
-        let mut busy = None;
+        let mut usage = None;
         let limits = Limits {
             deadline: settle + duration + Duration::from_secs(30),
             every: Duration::from_millis(100),
@@ -310,7 +328,7 @@ impl Stepper<'_, '_> {
             limits,
             |stack, procs, t| {
                 if let Some(u) = procs[0].usage() {
-                    busy = Some(u.cpu_seconds);
+                    usage = Some(u);
                 }
                 if cpu_at_settle.is_none() && t >= settle {
                     cpu_at_settle = Some(server_cpu(stack));
@@ -337,7 +355,10 @@ impl Stepper<'_, '_> {
             bail!("loadgen exited with {status}: {}", proc_.stderr().tail());
         }
         self.logs.push(log.clone());
-        let loadgen_busy = busy.map(|c| c / (wall * f64::from(s.threads)));
+        let loadgen_busy = usage.map(|u| u.cpu_seconds / (wall * f64::from(s.threads)));
+        if let Some(u) = usage {
+            *self.loadgen = self.loadgen.then(u);
+        }
         self.entries.push(StepEntry {
             phase: phase.into(),
             log: file,

@@ -213,6 +213,7 @@ impl Pair<'_, '_> {
                 stack,
                 entries: &mut entries,
                 logs: &mut logs,
+                loadgen: &mut facts.loadgen,
             };
             stepper.step("compare", name, rate)?;
             check_counter(&job, place, stack, before, &logs, facts)

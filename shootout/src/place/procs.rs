@@ -170,6 +170,19 @@ pub struct Usage {
     pub processes: usize,
 }
 
+impl Usage {
+    /// This usage followed by `next`, a process (group) that ran after it
+    /// (a sweep's loadgens, step by step, or its fresh stacks): CPU
+    /// seconds add up, peak RSS and the process count are the larger.
+    pub fn then(self, next: Usage) -> Usage {
+        Usage {
+            cpu_seconds: self.cpu_seconds + next.cpu_seconds,
+            peak_rss_bytes: self.peak_rss_bytes.max(next.peak_rss_bytes),
+            processes: self.processes.max(next.processes),
+        }
+    }
+}
+
 /// Reads the usage of every process in group `pgid` (nginx's master and
 /// workers; a server is a group of one); `None` once none is left.
 pub fn usage(pgid: i32) -> Option<Usage> {
