@@ -185,10 +185,12 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
                 .title
                 .clone()
                 .unwrap_or_else(|| table.name.clone());
+            let baseline = opts.baseline.as_deref().or(table.spec.baseline.as_deref());
             sweeps.push(crate::sweep::report::build(
                 &table.name,
                 &table.dir,
                 &title,
+                baseline,
                 problems,
             ));
             continue;

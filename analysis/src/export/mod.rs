@@ -12,6 +12,7 @@ pub mod sink_law_md;
 pub mod sink_law_svg;
 mod sinks_md;
 mod svg;
+mod sweep_max_svg;
 mod sweep_md;
 mod sweep_svg;
 
@@ -44,6 +45,11 @@ pub fn memory_chart_name(table: &crate::memory::report::MemoryTable) -> String {
 /// File name of a sweep table's latency-against-load chart.
 pub fn sweep_chart_name(table: &crate::sweep::report::SweepTable) -> String {
     format!("{}-latency-vs-load.svg", table.name)
+}
+
+/// File name of a sweep table's max-rate chart.
+pub fn sweep_max_chart_name(table: &crate::sweep::report::SweepTable) -> String {
+    format!("{}-max-rate.svg", table.name)
 }
 
 /// File name of a table's mean-with-CI bar chart.

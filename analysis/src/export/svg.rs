@@ -41,8 +41,24 @@ pub fn charts(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
             super::sweep_chart_name(table),
             super::sweep_svg::chart(table)?,
         ));
+        if table.rows.iter().any(|r| !r.searches.is_empty()) {
+            out.push((
+                super::sweep_max_chart_name(table),
+                super::sweep_max_svg::chart(table)?,
+            ));
+        }
     }
     Ok(out)
+}
+
+/// The label of the bar at `x` (bars sit at 0, 1, 2...; nothing between).
+pub(super) fn bar_label(labels: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() < 1e-6 && i >= 0.0 {
+        labels.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
 }
 
 /// A plotters error as ours (every chart of this module's siblings).
@@ -138,14 +154,7 @@ fn with_ci(table: &TableReport) -> anyhow::Result<Vec<u8>> {
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(n)
-            .x_label_formatter(&|x| {
-                let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 {
-                    labels.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|x| bar_label(&labels, *x))
             .y_label_formatter(&rps_label)
             .y_desc("2xx requests/s")
             .draw()

@@ -34,10 +34,11 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          (the lighter rates were invalid, or none was measured), no search runs and the table \
          says \"no rate passed below the first failing one\". When no valid step failed but some \
          were invalid, no search runs: the max rate is at least the highest passing rate, and \
-         this client cannot say more. Knee: among the rates valid for the target, in rising \
-         order, the last one before the first whose p99 exceeds twice the lightest valid rate's \
-         (the highest valid rate when none does; validity depends on \
-         the target, so a row's knee can differ between its lines). With several targets, the steps are shared (the sweep stops \
+         this client cannot say more. Knee (after the \"Kneedle\" rule of Satopää et al., 2011, without its normalisation and threshold): on the curve of p99 \
+         against rate, both on log scales, over the rates valid for the target, the rate whose \
+         p99 lies farthest below the chord from the lightest rate to the heaviest (the lightest \
+         rate when none lies below it; validity depends on the target, so a row's knee can \
+         differ between its lines). With several targets, the steps are shared (the sweep stops \
          when every target's stop rule holds), each target has its own searches, and a row has a \
          line per target.\n"
     )?;
@@ -71,8 +72,20 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
     }
     for t in tables {
         writeln!(out, "## {}\n", t.title)?;
-        writeln!(out, "| Configuration | Target | Closed-model 2xx/s | Max rate at target | 95% CI over searches | Resolution of a search | Searches | Knee |")?;
-        writeln!(out, "|---|---|---:|---:|---:|---:|---|---:|")?;
+        let against = t.rows.iter().find_map(|r| r.vs_baseline.as_ref());
+        if let Some(a) = against {
+            writeln!(
+                out,
+                "Ratio: the row's max rate at the target over {}'s at the same target, with a 95 % \
+                 interval over both rows' searches (delta method, Student's t with the fewer \
+                 searches less one degrees of freedom). The rows ran minutes apart and so did \
+                 the searches, so it says how well this run's searches agree, not where a rerun \
+                 will land; shown only where both rows ran searches.\n",
+                a.against
+            )?;
+        }
+        writeln!(out, "| Configuration | Target | Closed-model 2xx/s | Max rate at target | 95% CI over searches | Ratio to the baseline (95% CI) | Resolution of a search | Searches | Knee |")?;
+        writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|---:|")?;
         for r in &t.rows {
             let max = match (r.max_rate_at_slo, r.bracket) {
                 (Some(m), Some("client")) => format!("at least {m:.0} (the client was the limit)"),
@@ -87,13 +100,14 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
             let searches: Vec<String> = r.searches.iter().map(|s| format!("{s:.0}")).collect();
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 r.label,
                 r.slo,
                 r.closed_rps.map_or("-".into(), |v| format!("{v:.0}")),
                 max,
                 r.max_rate_ci95_pct
                     .map_or("-".into(), |c| format!("± {c:.1}%")),
+                ratio_cell(r, against.map(|a| a.against.as_str())),
                 r.resolution_pct.map_or("-".into(), |c| format!("{c:.1}%")),
                 searches.join(", "),
                 r.knee.map_or("-".into(), |k| format!("{k:.0}")),
@@ -107,6 +121,14 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
                 "![Latency against load: {}]({})\n",
                 t.title,
                 super::sweep_chart_name(t)
+            )?;
+        }
+        if t.rows.iter().any(|r| !r.searches.is_empty()) {
+            writeln!(
+                out,
+                "![Max rate at each target: {}]({})\n",
+                t.title,
+                super::sweep_max_chart_name(t)
             )?;
         }
         // A row appears once per target, with the same steps: its steps
@@ -215,4 +237,19 @@ fn comparisons(out: &mut String, t: &SweepTable) -> std::fmt::Result {
         )?;
     }
     writeln!(out)
+}
+
+/// A row's max rate over the baseline's: "baseline" on the baseline's own
+/// lines, "-" where either is a bound.
+fn ratio_cell(r: &crate::sweep::report::SweepRow, baseline: Option<&str>) -> String {
+    if baseline == Some(r.row.as_str()) {
+        return "baseline".into();
+    }
+    match &r.vs_baseline {
+        Some(v) => match v.ci95 {
+            Some([lo, hi]) => format!("{:.3} ({lo:.3}-{hi:.3})", v.ratio),
+            None => format!("{:.3}", v.ratio),
+        },
+        None => "-".into(),
+    }
 }

@@ -60,6 +60,49 @@ pub struct SweepRow {
     /// share bounded nothing.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub client_spins: bool,
+    /// This row's max rate over the baseline row's at the same target,
+    /// when both ran searches (absent for the baseline itself, and where
+    /// either max rate is only a bound).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vs_baseline: Option<MaxRateRatio>,
+}
+
+/// A max rate at a target over the baseline row's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MaxRateRatio {
+    pub against: String,
+    pub ratio: f64,
+    /// 95 % interval over both rows' searches (delta method,
+    /// `stats::ratio_ci95`): searches minutes apart in one run, the rows'
+    /// minutes apart too, so this says how well the run's searches agree,
+    /// not where a rerun will land (`shootout reruns` tests that). None
+    /// with fewer than two searches on either side.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci95: Option<[f64; 2]>,
+}
+
+/// Sets each row's [`MaxRateRatio`] against `baseline`'s line at the same
+/// target.
+pub fn against_baseline(rows: &mut [SweepRow], baseline: &str) {
+    let bases: Vec<SweepRow> = rows.iter().filter(|r| r.row == baseline).cloned().collect();
+    for r in rows.iter_mut().filter(|r| r.row != baseline) {
+        let Some(b) = bases.iter().find(|b| b.slo == r.slo) else {
+            continue;
+        };
+        let (Some(m), Some(bm)) = (r.max_rate_at_slo, b.max_rate_at_slo) else {
+            continue;
+        };
+        if r.searches.is_empty() || b.searches.is_empty() {
+            continue;
+        }
+        let ratio = m / bm;
+        r.vs_baseline = Some(MaxRateRatio {
+            against: baseline.to_owned(),
+            ratio,
+            ci95: crate::stats::ratio_ci95(&r.searches, &b.searches)
+                .map(|h| [ratio - h, ratio + h]),
+        });
+    }
 }
 
 fn is_one(n: &u32) -> bool {
@@ -104,8 +147,15 @@ struct Entry {
     server_cpu_s: Option<f64>,
 }
 
-/// The sweep table in `dir`; rows that cannot be read become problems.
-pub fn build(name: &str, dir: &Path, title: &str, problems: &mut Vec<Problem>) -> SweepTable {
+/// The sweep table in `dir`, each row's max rate set against `baseline`'s
+/// when one is named; rows that cannot be read become problems.
+pub fn build(
+    name: &str,
+    dir: &Path,
+    title: &str,
+    baseline: Option<&str>,
+    problems: &mut Vec<Problem>,
+) -> SweepTable {
     let files = super::files_ending(dir, ".sweep.json");
     let mut rows = Vec::new();
     for f in files {
@@ -113,6 +163,9 @@ pub fn build(name: &str, dir: &Path, title: &str, problems: &mut Vec<Problem>) -
             Ok(r) => rows.extend(r),
             Err(e) => problems.push(Problem(format!("{}: {e:#}", f.display()))),
         }
+    }
+    if let Some(b) = baseline {
+        against_baseline(&mut rows, b);
     }
     let comparisons = super::compare::build(dir).unwrap_or_else(|e| {
         problems.push(Problem(format!("{}: comparisons: {e:#}", dir.display())));
@@ -241,5 +294,62 @@ fn target_row(
         search_steps: search.iter().map(|(_, s)| figures(s)).collect(),
         votes: ix.votes,
         client_spins: rules.max_loadgen_busy.is_none(),
+        vs_baseline: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(row: &str, slo: &str, searches: &[f64]) -> SweepRow {
+        let max = rules::max_rate(searches);
+        SweepRow {
+            row: row.into(),
+            label: row.into(),
+            slo: slo.into(),
+            closed_rps: None,
+            steps: Vec::new(),
+            searches: searches.to_vec(),
+            max_rate_at_slo: max.map(|m| m.0).or(Some(40.0)),
+            max_rate_ci95_pct: max.and_then(|m| m.1),
+            resolution_pct: None,
+            client_in_search: false,
+            bracket: None,
+            knee: None,
+            search_steps: Vec::new(),
+            votes: 1,
+            client_spins: false,
+            vs_baseline: None,
+        }
+    }
+
+    #[test]
+    fn max_rates_are_set_against_the_baselines_at_the_same_target() {
+        let mut rows = vec![
+            line("base", "p99 <= 1ms", &[45.0, 50.0, 55.0]),
+            line("base", "p99.9 <= 10ms", &[100.0, 100.0]),
+            line("row", "p99 <= 1ms", &[90.0, 100.0, 110.0]),
+            line("row", "p99.9 <= 10ms", &[150.0]),
+            // No search ran: its max rate (40) is only a bound.
+            line("other", "p99 <= 1ms", &[]),
+        ];
+        against_baseline(&mut rows, "base");
+        assert_eq!(rows[0].vs_baseline, None);
+        // 100 / 50 = 2. Each side's relative standard error is
+        // (5 or 10) / sqrt(3) / (50 or 100) = 0.0577; together
+        // sqrt(2) x 0.0577 = 0.08165; t(0.975, 2) = 4.3027, so the
+        // half-width is 4.3027 x 2 x 0.08165 = 0.7026.
+        let v = rows[2].vs_baseline.as_ref().unwrap();
+        assert_eq!((v.against.as_str(), v.ratio), ("base", 2.0));
+        let [lo, hi] = v.ci95.unwrap();
+        assert!(
+            (lo - 1.2974).abs() < 1e-3 && (hi - 2.7026).abs() < 1e-3,
+            "{lo} {hi}"
+        );
+        // One search on a side: the ratio, no interval.
+        let v = rows[3].vs_baseline.as_ref().unwrap();
+        assert_eq!((v.ratio, v.ci95), (1.5, None));
+        assert_eq!(rows[4].vs_baseline, None);
     }
 }

@@ -4,7 +4,8 @@
 //! comparison is over blocks; only a rerun says whether either is a promise
 //! about the next run. Per row and target: each run's max rate, the spread
 //! (largest / smallest − 1), whether it is within the ±5 % that issue 25
-//! asks, and how often one run's interval held another's estimate; per
+//! asks, and how often one run's interval held another's estimate; the
+//! same for the max rate over the baseline's, and the knees' spread; per
 //! comparison at equal rates the same for the p99 and CPU-per-request
 //! ratios.
 
@@ -14,7 +15,7 @@ use anyhow::{bail, Context};
 use serde::Serialize;
 
 use super::compare::Comparison;
-use super::report::SweepRow;
+use super::report::{MaxRateRatio, SweepRow};
 use crate::paired::stats::RatioCi;
 
 /// The spread a rerun may show and still count as reproduced (issue 25:
@@ -86,6 +87,11 @@ pub struct TargetAcross {
     pub pairs: usize,
     /// The knees' largest / smallest − 1 (percent), when every run has one.
     pub knee_spread_pct: Option<f64>,
+    /// The same for the max rate over the baseline's, and ordered pairs of
+    /// runs where one run's interval of that ratio held the other's.
+    pub ratio_spread_pct: Option<f64>,
+    pub ratio_held: usize,
+    pub ratio_pairs: usize,
 }
 
 /// A run's answer for one row and target.
@@ -105,6 +111,8 @@ pub struct MaxRate {
     /// The row's knee for this target (`rules::knee`): a property of the
     /// curve, not of the target's limit.
     pub knee: Option<f64>,
+    /// The max rate over the baseline row's in the same run.
+    pub vs_baseline: Option<MaxRateRatio>,
 }
 
 /// One comparison at equal rates across runs.
@@ -192,6 +200,7 @@ fn max_rate(r: &SweepRow) -> MaxRate {
             .reduce(f64::max),
         client_in_search: r.client_in_search,
         knee: r.knee,
+        vs_baseline: r.vs_baseline.clone(),
     }
 }
 
@@ -232,6 +241,17 @@ fn targets_across(runs: &[Vec<SweepRow>], same_machine: bool) -> Vec<TargetAcros
         let spread_pct = (rates.len() == per.len()).then(|| spread(&rates));
         let knees: Vec<f64> = per.iter().flatten().filter_map(|m| m.knee).collect();
         let knee_spread_pct = (knees.len() == per.len()).then(|| spread(&knees));
+        let ratios: Vec<f64> = per
+            .iter()
+            .flatten()
+            .filter_map(|m| m.vs_baseline.as_ref().map(|v| v.ratio))
+            .collect();
+        let ratio_spread_pct = (ratios.len() == per.len()).then(|| spread(&ratios));
+        let (ratio_held, ratio_pairs) = held_pairs(per.len(), |i, j| {
+            let [lo, hi] = per[i].as_ref()?.vs_baseline.as_ref()?.ci95?;
+            let other = per[j].as_ref()?.vs_baseline.as_ref()?.ratio;
+            Some(lo <= other && other <= hi)
+        });
         let (held, pairs) = held_pairs(per.len(), |i, j| {
             let a = per[i].as_ref()?;
             let (m, ci) = (a.rate?, a.ci95_pct?);
@@ -250,6 +270,9 @@ fn targets_across(runs: &[Vec<SweepRow>], same_machine: bool) -> Vec<TargetAcros
             held,
             pairs,
             knee_spread_pct,
+            ratio_spread_pct,
+            ratio_held,
+            ratio_pairs,
         });
     }
     out
@@ -392,6 +415,7 @@ pub fn to_markdown(r: &Reruns) -> String {
             knees.join(" / ")
         );
     }
+    s += &ratios_table(r);
     if r.comparisons.is_empty() {
         return s;
     }
@@ -424,6 +448,50 @@ pub fn to_markdown(r: &Reruns) -> String {
             " {} of {} | {} of {} |\n",
             c.p99_held, c.pairs, c.cpu_held, c.pairs
         );
+    }
+    s
+}
+
+/// Each row's max rate over the baseline's in each run (rows with one in
+/// some run).
+fn ratios_table(r: &Reruns) -> String {
+    let lines: Vec<&TargetAcross> = r
+        .targets
+        .iter()
+        .filter(|t| t.runs.iter().flatten().any(|m| m.vs_baseline.is_some()))
+        .collect();
+    let Some(against) = lines
+        .iter()
+        .flat_map(|t| t.runs.iter().flatten())
+        .find_map(|m| m.vs_baseline.as_ref().map(|v| v.against.clone()))
+    else {
+        return String::new();
+    };
+    let mut s = format!(
+        "\nMax rate at the target over {against}'s in the same run (95 % interval over both rows' searches); spread = largest / smallest - 1; held = ordered pairs of runs where one run's interval held the other's ratio.\n\n| Configuration | Target |"
+    );
+    for i in 1..=r.runs.len() {
+        s += &format!(" Run {i} |");
+    }
+    s += " Spread | Intervals held |\n|---|---|";
+    s += &"---:|".repeat(r.runs.len());
+    s += "---:|---:|\n";
+    for t in lines {
+        s += &format!("| {} | {} |", t.label, t.slo);
+        for m in &t.runs {
+            let cell = match m.as_ref().and_then(|m| m.vs_baseline.as_ref()) {
+                Some(v) => match v.ci95 {
+                    Some([lo, hi]) => format!("{:.3} ({lo:.3}-{hi:.3})", v.ratio),
+                    None => format!("{:.3}", v.ratio),
+                },
+                None => "-".into(),
+            };
+            s += &format!(" {cell} |");
+        }
+        let spread = t
+            .ratio_spread_pct
+            .map_or("-".into(), |p| format!("{p:.1}%"));
+        s += &format!(" {spread} | {} of {} |\n", t.ratio_held, t.ratio_pairs);
     }
     s
 }

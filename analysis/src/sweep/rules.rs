@@ -75,10 +75,6 @@ pub const SATURATED_BELOW: f64 = 0.95;
 pub const STOP_AT_TIMES_SLO: f64 = 10.0;
 /// A passing step achieves at least this share of its rate.
 pub const PASS_ACHIEVED: f64 = 0.99;
-/// The knee: the last rate whose p99 stays within this many times the
-/// lightest valid step's p99.
-pub const KNEE_TIMES_BASE: f64 = 2.0;
-
 impl Rules {
     /// The default bounds for `slo`: the client may add a fifth of the
     /// limit in its own send lateness (at least 200 µs: on the development
@@ -212,13 +208,24 @@ pub fn bisect(
     Ok(low)
 }
 
-/// The knee of `steps`: the highest rate reached before the first rate
-/// whose p99 exceeds [`KNEE_TIMES_BASE`] times the lightest rate's (a
-/// rate's p99: the median over its valid steps; rates without one are
-/// left out). None with no valid step; the last valid rate when the
-/// latency never doubles.
+/// The knee of `steps`, by a rule after "Kneedle" (Satopää, Albrecht,
+/// Irwin and Raghavan, "Finding a 'Kneedle' in a Haystack", ICDCS
+/// workshops 2011), without its normalisation and sensitivity threshold:
+/// on the curve of p99 against rate, both on log scales, among the
+/// rates with a valid step (a rate's p99: the median over its valid
+/// steps), the one whose p99 lies farthest below the chord from the
+/// lightest rate to the heaviest; the lowest such rate on a tie, and the
+/// lightest rate when no rate lies below the chord (a curve that rises
+/// steadily has no knee to find). The heaviest rate is never the knee.
+/// None with no valid step; the one rate with one.
+///
+/// It replaced "the last rate before p99 first exceeds twice the lightest
+/// rate's", which hung on the lightest step alone: a client that spins
+/// before each send brings that step's p99 to 70-300 µs, the next rates
+/// soon double it, and the knee was the lightest valid rate on 10 of the
+/// 26 lines of the spinning sweeps committed on 2026-11-25.
 pub fn knee(steps: &[Step], rules: &Rules) -> Option<f64> {
-    let valid: Vec<(f64, f64)> = points(steps)
+    let curve: Vec<(f64, f64, f64)> = points(steps)
         .iter()
         .filter_map(|(rate, at)| {
             let mut p99: Vec<f64> = at
@@ -233,18 +240,27 @@ pub fn knee(steps: &[Step], rules: &Rules) -> Option<f64> {
                 _ if n % 2 == 1 => p99[n / 2],
                 _ => (p99[n / 2 - 1] + p99[n / 2]) / 2.0,
             };
-            Some((*rate, median))
+            // A p99 of 0 (a step too short to read one) is a microsecond.
+            Some((*rate, rate.ln(), median.max(1.0).ln()))
         })
         .collect();
-    let base = valid.first()?.1;
-    let mut knee = valid[0].0;
-    for (rate, p99) in &valid[1..] {
-        if *p99 > KNEE_TIMES_BASE * base {
-            break;
+    let (&(first, x0, y0), &(_, x1, y1)) = (curve.first()?, curve.last()?);
+    let chord = |x: f64| {
+        if x1 > x0 {
+            y0 + (x - x0) * (y1 - y0) / (x1 - x0)
+        } else {
+            y0
         }
-        knee = *rate;
+    };
+    let mut knee = (first, 0.0);
+    for &(rate, x, y) in &curve[..curve.len() - 1] {
+        let below = chord(x) - y;
+        // (Rounding leaves a straight line's points 1e-16 off its chord.)
+        if below > knee.1 + 1e-9 {
+            knee = (rate, below);
+        }
     }
-    Some(knee)
+    Some(knee.0)
 }
 
 /// Mean of the repeated searches' max rates and its 95 % interval's
@@ -384,30 +400,59 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn the_knee_is_where_p99_first_doubles() {
+    fn the_knee_lies_farthest_below_the_chord_on_log_scales() {
+        // Worked by hand on log2 scales, x = log2(rate / 1,000) and
+        // y = log2(p99 / 100 µs) (any base gives the same knee): p99
+        // 100, 100, 200, 200, 3,200 µs at 1k, 2k, 4k, 8k, 16k requests/s
+        // are y = 0, 0, 1, 1, 5. The chord from (0, 0) to (4, 5) is
+        // y = 1.25 x; below it by 1.25, 1.5 and 2.75 at x = 1, 2, 3: the
+        // knee is 8,000.
         let r = rules();
         let mut steps = vec![
             step(1_000.0, 1_000.0, 100.0),
-            step(2_000.0, 2_000.0, 150.0),
+            step(2_000.0, 2_000.0, 100.0),
             step(4_000.0, 4_000.0, 200.0),
-            step(8_000.0, 8_000.0, 201.0),
-            step(16_000.0, 15_000.0, 900.0),
+            step(8_000.0, 8_000.0, 200.0),
+            step(16_000.0, 15_000.0, 3_200.0),
         ];
-        assert_eq!(knee(&steps, &r), Some(4_000.0));
-        // An invalid lightest step is not the base.
+        let close = |k: Option<f64>, want: f64| (k.unwrap() - want).abs() < 1e-6;
+        assert!(close(knee(&steps, &r), 8_000.0));
+        // A very light lightest step (a spinning client: 25 µs, y = -2)
+        // does not pull the knee down, as it did under the old rule
+        // ("twice the lightest rate's p99"): the chord from (0, -2) to
+        // (4, 5) has slope 1.75; at x = 1 the chord is at -0.25, under
+        // the curve's 0; it is above the curve by 0.5 at x = 2 and 2.25
+        // at x = 3: still 8,000.
+        steps[0].p99_us = 25.0;
+        assert!(close(knee(&steps, &r), 8_000.0));
+        steps[0].p99_us = 100.0;
+        // An invalid lightest step is left out: the chord runs from
+        // (1, 0) to (4, 5), slope 5/3; below by 0.67 at x = 2 and 2.33 at
+        // x = 3: 8,000.
         steps[0].client_lateness_p99_us = 1e6;
-        assert_eq!(knee(&steps, &r), Some(8_000.0));
+        assert!(close(knee(&steps, &r), 8_000.0));
+        steps[0].client_lateness_p99_us = 40.0;
         // A rate measured three times counts once, at its median p99:
-        // 4,000's steps read 200, 450 and 150 (median 200): still the knee.
-        steps.push(step(4_000.0, 4_000.0, 450.0));
-        steps.push(step(4_000.0, 4_000.0, 150.0));
-        assert_eq!(knee(&steps, &r), Some(8_000.0));
-        steps.push(step(4_000.0, 4_000.0, 1_000.0));
-        steps.push(step(4_000.0, 4_000.0, 1_000.0));
-        // Now 200, 450, 150, 1000, 1000: median 450 > 2 x 150 (the
-        // lightest valid rate, 2,000): the knee is 2,000.
-        assert_eq!(knee(&steps, &r), Some(2_000.0));
+        // 8,000 reads 200, 6,400 and 6,400 (median 6,400, y = 6, above
+        // the chord's 3.75); 4,000 is now the farthest below (1.5).
+        steps.push(step(8_000.0, 8_000.0, 6_400.0));
+        steps.push(step(8_000.0, 8_000.0, 6_400.0));
+        assert!(close(knee(&steps, &r), 4_000.0));
+        // A straight line on log scales has no point below its chord: the
+        // lightest rate.
+        let line: Vec<Step> = (0..4)
+            .map(|k| {
+                let rate = 1_000.0 * f64::from(1 << k);
+                step(rate, rate, 100.0 * f64::from(1 << k))
+            })
+            .collect();
+        assert!(close(knee(&line, &r), 1_000.0));
+        // Two rates: the lighter; one rate: itself; none valid: none.
+        steps.truncate(2);
+        assert!(close(knee(&steps, &r), 1_000.0));
         steps.truncate(1);
+        assert!(close(knee(&steps, &r), 1_000.0));
+        steps[0].client_lateness_p99_us = 1e6;
         assert_eq!(knee(&steps, &r), None);
     }
 
