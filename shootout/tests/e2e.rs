@@ -1129,6 +1129,69 @@ fn emulator_rows_run_in_real_terminals_and_leave_nothing() {
 }
 
 #[test]
+fn interleaved_searches_run_in_rounds_on_fresh_stacks() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
+    let stdout = run_ok(
+        &["run", "shootout/tests/fixtures/sweep-interleave.toml"],
+        out.path(),
+    );
+    // Round 1 forward, round 2 backward.
+    let at = |line: &str| {
+        stdout
+            .find(line)
+            .unwrap_or_else(|| panic!("{line:?} not in {stdout}"))
+    };
+    assert!(at("actix: search 1 done") < at("ntex: search 1 done"));
+    assert!(at("ntex: search 1 done") < at("ntex: search 2 done"));
+    assert!(at("ntex: search 2 done") < at("actix: search 2 done"));
+    // One record per row for its sweep, one for its search stacks.
+    let m = meta(out.path());
+    let names: Vec<(&str, u64)> = m["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert!(r["error"].is_null(), "{r}");
+            assert_eq!(r["counter"]["ok"], true, "{r}");
+            (
+                r["scenario"].as_str().unwrap(),
+                r["repetition"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [("actix", 1), ("ntex", 1), ("actix", 3), ("ntex", 3)],
+        "{m}"
+    );
+    let table = run_dir(out.path()).join("sweep-interleave");
+    for row in ["actix", "ntex"] {
+        for r in [1, 2] {
+            let f = format!("{row}.search-1-{r}-01.jsonl");
+            assert!(table.join(&f).is_file(), "{f}");
+        }
+        let index: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(table.join(format!("{row}.sweep.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(index["searches_interleaved"], true, "{index}");
+    }
+    // Two searches each, paired round by round against actix.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir(out.path()).join("summary.json")).unwrap())
+            .unwrap();
+    let lines = summary["sweeps"][0]["rows"].as_array().unwrap();
+    for l in lines {
+        assert_eq!(l["searches"].as_array().unwrap().len(), 2, "{l}");
+        assert_eq!(l["searches_interleaved"], true, "{l}");
+    }
+    let ntex = lines.iter().find(|l| l["row"] == "ntex").unwrap();
+    assert_eq!(ntex["vs_baseline"]["paired"], true, "{ntex}");
+    assert!(ntex["vs_baseline"]["ci95"].is_array(), "{ntex}");
+}
+
+#[test]
 fn a_sweep_steps_through_its_rates_and_records_every_step() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();

@@ -73,7 +73,18 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
     for t in tables {
         writeln!(out, "## {}\n", t.title)?;
         let against = t.rows.iter().find_map(|r| r.vs_baseline.as_ref());
-        if let Some(a) = against {
+        if t.rows.iter().any(|r| r.searches_interleaved) {
+            writeln!(
+                out,
+                "Interleaved searches: each search ran on a fresh stack after every row's sweep, in \
+                 rounds across the rows (search 1 of every row, then search 2 in the reverse order, \
+                 and so on), so a max rate's interval is over independent processes spread over the \
+                 run. Where both rows' searches were interleaved, the ratio to the baseline pairs \
+                 them round by round: exp(mean of the rounds' ln ratios), Student's t over the \
+                 rounds.\n"
+            )?;
+        }
+        if let Some(a) = against.filter(|a| !a.paired) {
             writeln!(
                 out,
                 "Ratio: the row's max rate at the target over {}'s at the same target, with a 95 % \

@@ -60,6 +60,10 @@ pub struct SweepRow {
     /// share bounded nothing.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub client_spins: bool,
+    /// Each search ran on a fresh stack, in rounds across the rows
+    /// (`[sweep] interleave`): search R of every row ran in round R.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub searches_interleaved: bool,
     /// This row's max rate over the baseline row's at the same target,
     /// when both ran searches (absent for the baseline itself, and where
     /// either max rate is only a bound).
@@ -72,13 +76,18 @@ pub struct SweepRow {
 pub struct MaxRateRatio {
     pub against: String,
     pub ratio: f64,
-    /// 95 % interval over both rows' searches (delta method,
-    /// `stats::ratio_ci95`): searches minutes apart in one run, the rows'
-    /// minutes apart too, so this says how well the run's searches agree,
-    /// not where a rerun will land (`shootout reruns` tests that). None
-    /// with fewer than two searches on either side.
+    /// 95 % interval. Searches on one stack (the default): over both
+    /// rows' searches (delta method, `stats::ratio_ci95`); they ran
+    /// minutes apart on one process, so this says how well the run's
+    /// searches agree, not where a rerun will land (`shootout reruns`
+    /// tests that). Interleaved searches (`paired`): the ratio is
+    /// exp(mean of the rounds' ln ratios), with Student's t over the
+    /// rounds. None with fewer than two searches (rounds) on either side.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ci95: Option<[f64; 2]>,
+    /// Paired by round (both rows' searches interleaved, as many each).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub paired: bool,
 }
 
 /// Sets each row's [`MaxRateRatio`] against `baseline`'s line at the same
@@ -95,12 +104,32 @@ pub fn against_baseline(rows: &mut [SweepRow], baseline: &str) {
         if r.searches.is_empty() || b.searches.is_empty() {
             continue;
         }
-        let ratio = m / bm;
-        r.vs_baseline = Some(MaxRateRatio {
-            against: baseline.to_owned(),
-            ratio,
-            ci95: crate::stats::ratio_ci95(&r.searches, &b.searches)
-                .map(|h| [ratio - h, ratio + h]),
+        let paired = r.searches_interleaved
+            && b.searches_interleaved
+            && r.searches.len() == b.searches.len();
+        r.vs_baseline = Some(if paired {
+            let logs: Vec<f64> = r
+                .searches
+                .iter()
+                .zip(&b.searches)
+                .map(|(x, y)| (x / y).ln())
+                .collect();
+            let d = crate::stats::describe(&logs).expect("a search on each side");
+            MaxRateRatio {
+                against: baseline.to_owned(),
+                ratio: d.mean.exp(),
+                ci95: (d.n >= 2).then(|| [(d.mean - d.ci95).exp(), (d.mean + d.ci95).exp()]),
+                paired: true,
+            }
+        } else {
+            let ratio = m / bm;
+            MaxRateRatio {
+                against: baseline.to_owned(),
+                ratio,
+                ci95: crate::stats::ratio_ci95(&r.searches, &b.searches)
+                    .map(|h| [ratio - h, ratio + h]),
+                paired: false,
+            }
         });
     }
 }
@@ -131,6 +160,9 @@ struct Index {
     /// votes existed: one).
     #[serde(default = "one")]
     votes: u32,
+    /// Each search ran on a fresh stack, in rounds across the rows.
+    #[serde(default)]
+    searches_interleaved: bool,
     steps: Vec<Entry>,
 }
 
@@ -294,6 +326,7 @@ fn target_row(
         search_steps: search.iter().map(|(_, s)| figures(s)).collect(),
         votes: ix.votes,
         client_spins: rules.max_loadgen_busy.is_none(),
+        searches_interleaved: ix.searches_interleaved,
         vs_baseline: None,
     }
 }
@@ -320,6 +353,7 @@ mod tests {
             search_steps: Vec::new(),
             votes: 1,
             client_spins: false,
+            searches_interleaved: false,
             vs_baseline: None,
         }
     }
@@ -351,5 +385,32 @@ mod tests {
         let v = rows[3].vs_baseline.as_ref().unwrap();
         assert_eq!((v.ratio, v.ci95), (1.5, None));
         assert_eq!(rows[4].vs_baseline, None);
+    }
+
+    #[test]
+    fn interleaved_searches_pair_by_round() {
+        // Rounds: 100/50, 90/50, 110/50: ln ratios ln 2, ln 1.8, ln 2.2;
+        // their mean is ln(7.92) / 3 = 0.68990 (ratio 1.99333) and their
+        // sd 0.10036; t(0.975, 2) = 4.30265 gives a half-width of
+        // 4.30265 x 0.10036 / sqrt(3) = 0.24932 on the log scale.
+        let mut rows = vec![
+            line("base", "p99 <= 1ms", &[50.0, 50.0, 50.0]),
+            line("row", "p99 <= 1ms", &[100.0, 90.0, 110.0]),
+        ];
+        for r in &mut rows {
+            r.searches_interleaved = true;
+        }
+        against_baseline(&mut rows, "base");
+        let v = rows[1].vs_baseline.as_ref().unwrap();
+        assert!(v.paired);
+        assert!((v.ratio - 1.99333).abs() < 1e-4, "{v:?}");
+        let [lo, hi] = v.ci95.unwrap();
+        assert!((lo - (0.68990f64 - 0.24932).exp()).abs() < 1e-3, "{lo}");
+        assert!((hi - (0.68990f64 + 0.24932).exp()).abs() < 1e-3, "{hi}");
+        // A round missing on one side: the delta method, unpaired.
+        rows[1].searches.pop();
+        rows[1].vs_baseline = None;
+        against_baseline(&mut rows, "base");
+        assert!(!rows[1].vs_baseline.as_ref().unwrap().paired);
     }
 }

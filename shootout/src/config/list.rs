@@ -68,6 +68,12 @@ impl ScenarioFile {
                 w.repeats,
                 w.bisect,
             )?;
+            if w.interleave {
+                writeln!(
+                    out,
+                    "  searches interleaved: each on a fresh stack, in rounds across the rows"
+                )?;
+            }
             if !w.compare_at.is_empty() {
                 writeln!(
                     out,

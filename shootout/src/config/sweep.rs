@@ -52,6 +52,13 @@ pub struct SweepSettings {
     /// without sleeping (`--spin-before`, at most 1 ms; 1 ms: it never
     /// sleeps); none: it sleeps until the send is due.
     pub client_spin: Option<Duration>,
+    /// Each search on a fresh stack, after every row's sweep, in rounds
+    /// across the rows (search 1 of every row, then search 2 in the
+    /// reverse order, ...), so that a max rate's interval is over
+    /// independent processes spread over the run, and a row's searches
+    /// pair with the baseline's round by round. Off: a row's searches run
+    /// on its sweep's stack, right after its sweep.
+    pub interleave: bool,
 }
 
 impl SweepSettings {
@@ -74,6 +81,7 @@ impl SweepSettings {
             compare: None,
             compare_blocks: 6,
             client_spin: None,
+            interleave: false,
         }
     }
 
@@ -115,6 +123,7 @@ pub struct RawSweep {
     compare: Option<Spanned<Vec<String>>>,
     compare_blocks: Option<Spanned<i64>>,
     client_spin: Option<Spanned<String>>,
+    interleave: Option<bool>,
 }
 
 impl RawSweep {
@@ -201,6 +210,7 @@ pub fn settings(
     s.step = dur(&r.step, "step", s.step, false)?;
     s.settle = dur(&r.settle, "settle", s.settle, true)?;
     s.probe = dur(&r.probe, "probe", s.probe, false)?;
+    s.interleave = r.interleave.unwrap_or(false);
     if let Some(x) = &r.client_spin {
         let d = dur(&r.client_spin, "client_spin", Duration::ZERO, false)?;
         if d > Duration::from_millis(1) {

@@ -11,6 +11,7 @@ pub mod sequential;
 pub mod sinks;
 pub mod sweep;
 pub mod sweep_compare;
+pub mod sweep_search;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -36,14 +36,24 @@ pub fn run_all(
 ) -> anyhow::Result<RunOutcome> {
     meta.design = "sweep".into();
     let mut rows = Vec::new();
+    let mut pending = Vec::new();
     let units = scenarios
         .iter()
         .enumerate()
         .map(|(i, s)| (i, s, 1, s.name.clone()));
     let interrupted = each(run, units, |unit| {
+        let index = unit.0;
         let job = Job::new(run, unit);
         let mut facts = RowFacts::default();
-        let outcome = sweep_row(&job, settings, &mut facts);
+        let outcome = sweep_row(&job, settings, &mut facts).map(|left| {
+            if let Some(left) = left {
+                pending.push(super::sweep_search::Pending {
+                    index,
+                    scenario: job.scenario,
+                    left,
+                });
+            }
+        });
         let _ = std::fs::remove_dir_all(&job.tmp);
         let (rec, stopped) = RowRecord::build(job.scenario, 1, facts, outcome);
         match &rec.error {
@@ -56,6 +66,8 @@ pub fn run_all(
         meta.write(run.dir)?;
         Ok(stopped)
     })?;
+    let interrupted = interrupted
+        || super::sweep_search::run_rounds(run, settings, &mut pending, meta, &mut rows)?;
     Ok(RunOutcome {
         rows,
         ..RunOutcome::of(run.dir, interrupted)
@@ -87,10 +99,42 @@ struct SweepIndex<'a> {
     /// Most steps a rate takes to be decided by their majority.
     votes: u32,
     threads: u32,
+    /// Each search ran on a fresh stack, in rounds across the rows.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    searches_interleaved: bool,
     steps: &'a [StepEntry],
 }
 
-fn sweep_row(job: &Job, settings: &SweepSettings, facts: &mut RowFacts) -> anyhow::Result<()> {
+/// Writes `ROW.sweep.json` for `job`'s row: its targets and the steps so
+/// far.
+pub(super) fn write_index(
+    job: &Job,
+    settings: &SweepSettings,
+    targets: &[Rules],
+    entries: &[StepEntry],
+) -> anyhow::Result<()> {
+    let s = job.scenario;
+    let index = SweepIndex {
+        row: &s.name,
+        label: &s.label,
+        targets: targets.to_vec(),
+        votes: settings.votes,
+        threads: s.threads,
+        searches_interleaved: settings.interleave,
+        steps: entries,
+    };
+    let path = job.run.table_dir.join(format!("{}.sweep.json", s.name));
+    analysis::files::write_atomic(&path, &serde_json::to_vec_pretty(&index)?)
+}
+
+/// One row's sweep on its stack; with `interleave`, what its searches
+/// still need (they run later, each on a fresh stack).
+fn sweep_row(
+    job: &Job,
+    settings: &SweepSettings,
+    facts: &mut RowFacts,
+) -> anyhow::Result<Option<super::sweep_search::Left>> {
+    let mut left = None;
     on_fresh_stack(job, facts, |place, stack, facts| {
         let before = verify(place, stack, facts)?;
         let mut entries = Vec::new();
@@ -104,20 +148,19 @@ fn sweep_row(job: &Job, settings: &SweepSettings, facts: &mut RowFacts) -> anyho
             logs: &mut logs,
             loadgen: &mut facts.loadgen,
         };
-        let targets = sweep_steps(&mut runner, settings)?;
-        let s = job.scenario;
-        let index = SweepIndex {
-            row: &s.name,
-            label: &s.label,
-            targets,
-            votes: settings.votes,
-            threads: s.threads,
-            steps: &entries,
-        };
-        let path = job.run.table_dir.join(format!("{}.sweep.json", s.name));
-        analysis::files::write_atomic(&path, &serde_json::to_vec_pretty(&index)?)?;
-        check_counter(job, place, stack, before, &logs, facts)
-    })
+        let (targets, brackets) = sweep_steps(&mut runner, settings)?;
+        write_index(job, settings, &targets, &entries)?;
+        check_counter(job, place, stack, before, &logs, facts)?;
+        if settings.interleave && !brackets.is_empty() {
+            left = Some(super::sweep_search::Left {
+                targets,
+                brackets,
+                entries: std::mem::take(&mut entries),
+            });
+        }
+        Ok(())
+    })?;
+    Ok(left)
 }
 
 /// Places `job`'s row, starts its stack, runs `stages` on it and stops it
@@ -192,8 +235,13 @@ pub(super) fn check_counter(
 }
 
 /// Probe, steps until past saturation (for every target), then each
-/// target's searches; the targets' rules.
-fn sweep_steps(runner: &mut Stepper, settings: &SweepSettings) -> anyhow::Result<Vec<Rules>> {
+/// target's searches (unless they are interleaved: later); the targets'
+/// rules, and the brackets the searches run in (target from 1, low, high).
+#[allow(clippy::type_complexity)]
+fn sweep_steps(
+    runner: &mut Stepper,
+    settings: &SweepSettings,
+) -> anyhow::Result<(Vec<Rules>, Vec<(usize, f64, f64)>)> {
     let targets: Vec<Rules> = settings.slos.iter().map(|s| settings.rules(*s)).collect();
     let probe = runner.probe()?;
     let rates = match &settings.rates {
@@ -221,27 +269,48 @@ fn sweep_steps(runner: &mut Stepper, settings: &SweepSettings) -> anyhow::Result
         k += 1;
         steps.push(runner.step("sweep", &format!("vote-{k:02}"), rate)?);
     }
-    for (t, target) in targets.iter().enumerate() {
-        let t = t + 1;
-        if let analysis::sweep::Bracket::Between(low, high) = target.bracket(&steps) {
+    let brackets: Vec<(usize, f64, f64)> = targets
+        .iter()
+        .enumerate()
+        .filter_map(|(t, target)| match target.bracket(&steps) {
+            analysis::sweep::Bracket::Between(low, high) => Some((t + 1, low, high)),
+            _ => None,
+        })
+        .collect();
+    if !settings.interleave {
+        for &(t, low, high) in &brackets {
             for r in 1..=settings.repeats {
-                let mut k = 0;
-                rules::bisect(low, high, settings.bisect, |rate| {
-                    let phase = format!("search-{t}-{r}");
-                    let mut at = Vec::new();
-                    loop {
-                        k += 1;
-                        at.push(runner.step(&phase, &format!("{phase}-{k:02}"), rate)?);
-                        let refs: Vec<&Step> = at.iter().collect();
-                        if target.settled(&refs, votes) {
-                            return Ok(target.verdict(&refs) == Verdict::Pass);
-                        }
-                    }
-                })?;
+                search(runner, settings, (t, &targets[t - 1]), (low, high), r)?;
             }
         }
     }
-    Ok(targets)
+    Ok((targets, brackets))
+}
+
+/// Search `r` for target `t` (from 1): bisection between `low` and
+/// `high`, each rate measured until its majority is settled; its steps
+/// are `ROW.search-T-R-NN`.
+pub(super) fn search(
+    runner: &mut Stepper,
+    settings: &SweepSettings,
+    (t, target): (usize, &Rules),
+    (low, high): (f64, f64),
+    r: u32,
+) -> anyhow::Result<()> {
+    let mut k = 0;
+    let phase = format!("search-{t}-{r}");
+    rules::bisect(low, high, settings.bisect, |rate| {
+        let mut at = Vec::new();
+        loop {
+            k += 1;
+            at.push(runner.step(&phase, &format!("{phase}-{k:02}"), rate)?);
+            let refs: Vec<&Step> = at.iter().collect();
+            if target.settled(&refs, settings.votes) {
+                return Ok(target.verdict(&refs) == Verdict::Pass);
+            }
+        }
+    })?;
+    Ok(())
 }
 
 /// Runs the steps of one row on its stack.
