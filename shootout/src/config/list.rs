@@ -44,43 +44,7 @@ impl ScenarioFile {
             )?;
         }
         if let Design::Sweep(w) = &self.design {
-            writeln!(
-                out,
-                "  sweep to {}: {}, steps of at least {} and {} requests after {} settle, {} search(es) of {} bisection rounds",
-                w.slos
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" and "),
-                match &w.rates {
-                    Some(r) => format!("rates {r:?}"),
-                    None => format!(
-                        "from {}% of the closed-model rate ({} probe) up by {}x, at most {} steps",
-                        w.start_pct,
-                        humantime::format_duration(w.probe),
-                        w.factor,
-                        w.max_steps
-                    ),
-                },
-                humantime::format_duration(w.step),
-                w.min_requests,
-                humantime::format_duration(w.settle),
-                w.repeats,
-                w.bisect,
-            )?;
-            if w.interleave {
-                writeln!(
-                    out,
-                    "  searches interleaved: each on a fresh stack, in rounds across the rows"
-                )?;
-            }
-            if !w.compare_at.is_empty() {
-                writeln!(
-                    out,
-                    "  then compared with the baseline at {:?} % of its max rate at {}, {} blocks each (fresh processes, random order)",
-                    w.compare_at, w.slos[0], w.compare_blocks
-                )?;
-            }
+            write_sweep(out, w)?;
         }
         let timed = matches!(self.design, Design::Sequential);
         for s in &self.scenarios {
@@ -143,4 +107,49 @@ fn log_cell(s: &crate::config::scenario::Scenario) -> String {
         None => format!("{:?}", s.log),
     };
     cell + j
+}
+
+/// The sweep design's settings (`shootout list`).
+fn write_sweep(
+    out: &mut impl std::io::Write,
+    w: &crate::config::sweep::SweepSettings,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  sweep to {}: {}, steps of at least {} and {} requests after {} settle, {} search(es) of {} bisection rounds",
+        w.slos
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" and "),
+        match &w.rates {
+            Some(r) => format!("rates {r:?}"),
+            None => format!(
+                "from {}% of the closed-model rate ({} probe) up by {}x, at most {} steps",
+                w.start_pct,
+                humantime::format_duration(w.probe),
+                w.factor,
+                w.max_steps
+            ),
+        },
+        humantime::format_duration(w.step),
+        w.min_requests,
+        humantime::format_duration(w.settle),
+        w.repeats,
+        w.bisect,
+    )?;
+    if w.interleave {
+        writeln!(
+            out,
+            "  searches interleaved: each on a fresh stack, in rounds across the rows"
+        )?;
+    }
+    if !w.compare_at.is_empty() {
+        writeln!(
+            out,
+            "  then compared with the baseline at {:?} % of its max rate at {}, {} blocks each (fresh processes, random order)",
+            w.compare_at, w.slos[0], w.compare_blocks
+        )?;
+    }
+    Ok(())
 }
