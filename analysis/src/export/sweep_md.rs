@@ -256,11 +256,7 @@ fn ratio_cell(r: &crate::sweep::report::SweepRow, baseline: Option<&str>) -> Str
     if baseline == Some(r.row.as_str()) {
         return "baseline".into();
     }
-    match &r.vs_baseline {
-        Some(v) => match v.ci95 {
-            Some([lo, hi]) => format!("{:.3} ({lo:.3}-{hi:.3})", v.ratio),
-            None => format!("{:.3}", v.ratio),
-        },
-        None => "-".into(),
-    }
+    r.vs_baseline
+        .as_ref()
+        .map_or("-".into(), ToString::to_string)
 }

@@ -90,6 +90,16 @@ pub struct MaxRateRatio {
     pub paired: bool,
 }
 
+impl std::fmt::Display for MaxRateRatio {
+    /// "0.751 (0.654-0.862)", or the ratio alone without an interval.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.ci95 {
+            Some([lo, hi]) => write!(f, "{:.3} ({lo:.3}-{hi:.3})", self.ratio),
+            None => write!(f, "{:.3}", self.ratio),
+        }
+    }
+}
+
 /// Sets each row's [`MaxRateRatio`] against `baseline`'s line at the same
 /// target.
 pub fn against_baseline(rows: &mut [SweepRow], baseline: &str) {

@@ -479,13 +479,10 @@ fn ratios_table(r: &Reruns) -> String {
     for t in lines {
         s += &format!("| {} | {} |", t.label, t.slo);
         for m in &t.runs {
-            let cell = match m.as_ref().and_then(|m| m.vs_baseline.as_ref()) {
-                Some(v) => match v.ci95 {
-                    Some([lo, hi]) => format!("{:.3} ({lo:.3}-{hi:.3})", v.ratio),
-                    None => format!("{:.3}", v.ratio),
-                },
-                None => "-".into(),
-            };
+            let cell = m
+                .as_ref()
+                .and_then(|m| m.vs_baseline.as_ref())
+                .map_or("-".into(), ToString::to_string);
             s += &format!(" {cell} |");
         }
         let spread = t
