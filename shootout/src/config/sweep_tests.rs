@@ -30,9 +30,9 @@ fn a_sweep_table_reads_with_its_defaults() {
     let s = parse("[sweep]\nslo = \"p99 <= 1ms\"\nclient_spin = \"1ms\"\n").unwrap();
     assert_eq!(s.client_spin, Some(Duration::from_millis(1)));
     assert_eq!(s.rules(s.slos[0]).max_loadgen_busy, None);
+    assert!(s.interleave, "searches are interleaved by default");
+    let s = parse("[sweep]\nslo = \"p99 <= 1ms\"\ninterleave = false\n").unwrap();
     assert!(!s.interleave);
-    let s = parse("[sweep]\nslo = \"p99 <= 1ms\"\ninterleave = true\n").unwrap();
-    assert!(s.interleave);
 }
 
 #[test]
