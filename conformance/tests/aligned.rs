@@ -27,6 +27,7 @@ fn outcome(responses: &[&str], closed: bool) -> Outcome {
 
 const NOT_FOUND: &str =
     "404|content-length: 34|content-type: text/plain||not found: the only resource is /\n";
+const NOT_FOUND_CLOSE: &str = "404|connection: close|content-length: 34|content-type: text/plain||not found: the only resource is /\n";
 const REFUSED: &str = "400|connection: close|content-length: 0||";
 
 #[test]
@@ -56,6 +57,21 @@ fn ntex_answers_what_actix_http_refuses_and_drains_like_it() {
         (
             "an unread chunked body is drained: the connection is kept",
             "POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET /x HTTP/1.1\r\nHost: t\r\n\r\n",
+            outcome(&[NOT_FOUND, NOT_FOUND], false),
+        ),
+        (
+            "Connection: close, then Connection: keep-alive: close wins",
+            "GET /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\nConnection: keep-alive\r\n\r\n",
+            outcome(&[NOT_FOUND_CLOSE], true),
+        ),
+        (
+            "close after another option in one Connection header",
+            "GET /x HTTP/1.1\r\nHost: t\r\nConnection: keep-alive, close\r\n\r\n",
+            outcome(&[NOT_FOUND_CLOSE], true),
+        ),
+        (
+            "Connection: keep-alive alone keeps the connection",
+            "GET /x HTTP/1.1\r\nHost: t\r\nConnection: keep-alive\r\n\r\nGET /x HTTP/1.1\r\nHost: t\r\n\r\n",
             outcome(&[NOT_FOUND, NOT_FOUND], false),
         ),
     ];

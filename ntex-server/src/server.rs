@@ -196,7 +196,14 @@ pub async fn serve(args: ServerArgs) -> anyhow::Result<()> {
         .listen(SERVICE, listener, async move |_| {
             let app = apply_fn_factory(app().await, async |req: Request, app| {
                 strict::check(&req).map_err(strict::Failure::Refused)?;
-                Ok::<_, strict::Failure>(app.call(req).await?)
+                let close = strict::asks_close(&req);
+                let mut res = app.call(req).await?;
+                if close {
+                    res.response_mut()
+                        .head_mut()
+                        .set_connection_type(ConnectionType::Close);
+                }
+                Ok::<_, strict::Failure>(res)
             });
             HttpService::new(app).h1_control(fn_service(control))
         })

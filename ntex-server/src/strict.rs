@@ -9,7 +9,11 @@
 //! service (`server::control` answers it with `connection: close`) and then
 //! ends the connection, as actix does, without reading anything after it.
 //!
-//! The check is two header lookups per request, the work actix-http's
+//! A `close` option in any `Connection` header closes the connection after
+//! the answer, as in actix-http ([`asks_close`]); ntex's codec reads only
+//! the last such header.
+//!
+//! The checks are three header lookups per request, the work actix-http's
 //! parser does on every request too.
 
 use std::fmt;
@@ -82,6 +86,21 @@ pub fn check(req: &Request) -> Result<(), Refused> {
         (None, _) if req.version() == Version::HTTP_11 => Err(Refused::MissingHost),
         _ => Ok(()),
     }
+}
+
+/// Whether actix-http would close the connection after `req` for its
+/// `Connection` headers: a `close` option in any of them, whatever else
+/// they say (actix-http's decoder lets `close` win over `keep-alive` and
+/// `upgrade`). ntex's codec reads the first option of the last header
+/// only, so `Connection: close` then `Connection: keep-alive` kept the
+/// connection (the fuzzer's `conflicting-connection` class). One header
+/// lookup per request; the benchmark's load sends no `Connection` header.
+pub fn asks_close(req: &Request) -> bool {
+    req.headers().get_all(header::CONNECTION).any(|value| {
+        value
+            .to_str()
+            .is_ok_and(|v| v.split(',').any(|o| o.trim().eq_ignore_ascii_case("close")))
+    })
 }
 
 /// A handler is done with `payload` without reading it to the end.
