@@ -25,13 +25,14 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          each search bisects (geometric mean) between the sweep's last passing and first failing \
          rate and keeps its highest passing rate (a search rate where no valid step passed counts \
          as failing; see Votes when a rate has several steps); the \
-         figure is their mean with a 95 % interval over the searches (Student's t; the searches run \
-         minutes apart on one stack, so this is not a promise about a rerun, and an interval \
-         narrower than a search's resolution, the width of its last bracket, only says they \
-         agree to within it). The bracket \
+         figure is their mean with a 95 % interval over the searches (Student's t; searches that \
+         share a row's stack run minutes apart on it, so their interval is not a promise about a \
+         rerun, see \"Interleaved searches\" where they did not; an interval narrower than a \
+         search's resolution, the width of its last bracket, only says they agree to within it). \
+         The bracket \
          ends at the first rate that fails, and starts at the last rate below it that passed; \
          invalid steps neither start nor end it. When no rate below the first failing one passed \
-         (the lighter rates were invalid, or none was measured), no search runs and the table \
+         (the lightest rate failed, or the lighter rates were invalid), no search runs and the table \
          says \"no rate passed below the first failing one\". When no valid step failed but some \
          were invalid, no search runs: the max rate is at least the highest passing rate, and \
          this client cannot say more. Knee (after the \"Kneedle\" rule of Satopää et al., 2011, without its normalisation and threshold): on the curve of p99 \
@@ -40,7 +41,14 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          rate when none lies below it; validity depends on the target, so a row's knee can \
          differ between its lines). With several targets, the steps are shared (the sweep stops \
          when every target's stop rule holds), each target has its own searches, and a row has a \
-         line per target.\n"
+         line per target. A search pinned at its bracket's top passed every rate it tried: it \
+         answered its highest bisection point, and the bracket's failing end, decided in the \
+         sweep, was not tried again; one pinned at the bottom passed none and answered the \
+         bracket's low end. Where searches are pinned, their spread is the bracket's, not theirs, \
+         and the max rate may lie outside the bracket (the Searches column counts them). A \
+         search none of whose steps was valid for the target measured the client only: it is \
+         left out of the max rate and of the ratio to the baseline (the Searches column says \
+         how many).\n"
     )?;
     let votes = tables
         .iter()
@@ -52,8 +60,9 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
         writeln!(
             out,
             "Votes: a rate passes or fails by the strict majority of its valid steps, up to \
-             {votes} steps at it (invalid steps take a place but no side; a steps table can list \
-             a rate more than once). In the sweep, the first failing rate, any rate below it whose \
+             {votes} steps at it (invalid steps take a place but no side, so one valid step that \
+             passes beside two invalid ones is a pass; a steps table can list a rate more than \
+             once). In the sweep, the first failing rate, any rate below it whose \
              valid steps disagree, and the last passing rate below it were measured again until \
              no later step could change their majority; each search step ran until the same held \
              at its rate. A rate without a majority neither starts nor ends a bracket, and in a \
@@ -108,7 +117,19 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
                 (None, Some("below")) => "no rate passed below the first failing one".into(),
                 (None, _) => "above the heaviest step".into(),
             };
-            let searches: Vec<String> = r.searches.iter().map(|s| format!("{s:.0}")).collect();
+            let mut searches = r
+                .searches
+                .iter()
+                .map(|s| format!("{s:.0}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            if let Some(pins) = pinned(r.pinned_top, r.pinned_bottom) {
+                searches.push_str(&format!(" ({pins})"));
+            }
+            if !r.void_searches.is_empty() {
+                let n = r.void_searches.len();
+                searches.push_str(&format!(" ({n} left out: no valid step)"));
+            }
             writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -120,7 +141,7 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
                     .map_or("-".into(), |c| format!("± {c:.1}%")),
                 ratio_cell(r, against.map(|a| a.against.as_str())),
                 r.resolution_pct.map_or("-".into(), |c| format!("{c:.1}%")),
-                searches.join(", "),
+                searches,
                 r.knee.map_or("-".into(), |k| format!("{k:.0}")),
             )?;
         }
@@ -259,4 +280,16 @@ fn ratio_cell(r: &crate::sweep::report::SweepRow, baseline: Option<&str>) -> Str
     r.vs_baseline
         .as_ref()
         .map_or("-".into(), ToString::to_string)
+}
+
+/// "2 of 4 pinned at the bracket's top, 1 at its bottom", or none.
+fn pinned(top: u32, bottom: u32) -> Option<String> {
+    match (top, bottom) {
+        (0, 0) => None,
+        (t, 0) => Some(format!("{t} pinned at the bracket's top")),
+        (0, b) => Some(format!("{b} pinned at the bracket's bottom")),
+        (t, b) => Some(format!(
+            "{t} pinned at the bracket's top, {b} at its bottom"
+        )),
+    }
 }

@@ -44,6 +44,21 @@ pub struct SweepRow {
     /// than the server's. With one vote: some search step was invalid.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub client_in_search: bool,
+    /// Searches that passed every rate they tried: each answered the top
+    /// of its bisection, and the bracket's failing end (decided on the
+    /// sweep's stack) was never tried again, so the max rate may be
+    /// higher and their spread is the bracket's, not theirs.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pinned_top: u32,
+    /// Searches that passed no rate they tried: each answered the
+    /// bracket's low end, a rate that passed in the sweep, not in them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pinned_bottom: u32,
+    /// The rounds (from 1) of searches left out of the max rate and the
+    /// ratio: none of their steps was valid for the target (the client
+    /// could not drive any rate they tried).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub void_searches: Vec<u32>,
     /// Why no search ran: `"below"` (the lightest step already failed),
     /// `"above"` (no step failed) or `"client"` (the first step that did
     /// not pass was invalid; the max rate is then a lower bound).
@@ -116,15 +131,20 @@ pub fn against_baseline(rows: &mut [SweepRow], baseline: &str) {
         }
         let paired = r.searches_interleaved
             && b.searches_interleaved
-            && r.searches.len() == b.searches.len();
+            && by_round(r).len() + r.void_searches.len()
+                == by_round(b).len() + b.void_searches.len();
+        // Rounds where either side's search was left out drop from the pairs.
+        let logs: Vec<f64> = by_round(r)
+            .iter()
+            .filter_map(|(k, x)| {
+                let (_, y) = by_round(b).into_iter().find(|(j, _)| j == k)?;
+                Some((x / y).ln())
+            })
+            .collect();
         r.vs_baseline = Some(if paired {
-            let logs: Vec<f64> = r
-                .searches
-                .iter()
-                .zip(&b.searches)
-                .map(|(x, y)| (x / y).ln())
-                .collect();
-            let d = crate::stats::describe(&logs).expect("a search on each side");
+            let Some(d) = crate::stats::describe(&logs) else {
+                continue;
+            };
             MaxRateRatio {
                 against: baseline.to_owned(),
                 ratio: d.mean.exp(),
@@ -142,6 +162,19 @@ pub fn against_baseline(rows: &mut [SweepRow], baseline: &str) {
             }
         });
     }
+}
+
+/// A line's counted searches with their rounds (from 1): the rounds of its
+/// left-out searches skipped.
+fn by_round(r: &SweepRow) -> Vec<(u32, f64)> {
+    (1..)
+        .filter(|k| !r.void_searches.contains(k))
+        .zip(r.searches.iter().copied())
+        .collect()
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn is_one(n: &u32) -> bool {
@@ -269,39 +302,15 @@ fn target_row(
     steps: &[Step],
     search: &[(String, Step)],
 ) -> SweepRow {
-    // Each search's answer: its highest passing rate (by the majority of
-    // the steps at it), or the bracket's low end when none passed. A
-    // search rate without a passing majority of valid steps counts as a
-    // failure (the answer is then a lower bound).
     let bracket = rules.bracket(steps);
-    let mut searches = Vec::new();
-    let mut phases: Vec<&String> = search.iter().map(|(p, _)| p).collect();
-    phases.dedup();
-    let mut rounds = 0;
-    // A search rate without a valid majority (the client could not drive
-    // it) counts as failing, so the search may have stopped short of the
-    // server's limit.
-    let mut client_in_search = false;
-    for p in &phases {
-        let mine: Vec<Step> = search
-            .iter()
-            .filter(|(q, _)| q == *p)
-            .map(|(_, s)| s.clone())
-            .collect();
-        let points = super::points(&mine);
-        rounds = rounds.max(points.len());
-        client_in_search |= points.iter().any(|(_, at)| {
-            rules.verdict(at) == super::Verdict::Neither && at.iter().any(|s| !rules.valid(s))
-        });
-        if let Bracket::Between(low, _) = bracket {
-            let best = points
-                .iter()
-                .filter(|(_, at)| rules.verdict(at) == super::Verdict::Pass)
-                .map(|(rate, _)| *rate)
-                .fold(low, f64::max);
-            searches.push(best);
-        }
-    }
+    let Answers {
+        searches,
+        void_searches,
+        pinned_top,
+        pinned_bottom,
+        rounds,
+        client_in_search,
+    } = answers(rules, bracket, search);
     // What one search can resolve: its final bracket's width after its
     // rounds (each halves the log width), in percent.
     let resolution_pct = match bracket {
@@ -327,6 +336,9 @@ fn target_row(
         closed_rps,
         resolution_pct,
         client_in_search,
+        pinned_top,
+        pinned_bottom,
+        void_searches,
         knee: rules::knee(steps, rules),
         steps: steps.iter().map(figures).collect(),
         searches,
@@ -339,6 +351,73 @@ fn target_row(
         searches_interleaved: ix.searches_interleaved,
         vs_baseline: None,
     }
+}
+
+/// What a line's searches answered.
+struct Answers {
+    /// Each counted search's answer, in round order.
+    searches: Vec<f64>,
+    /// The rounds (from 1) of searches left out: none of their steps was
+    /// valid for the target, so they measured the client only.
+    void_searches: Vec<u32>,
+    pinned_top: u32,
+    pinned_bottom: u32,
+    /// Most rates a search tried.
+    rounds: usize,
+    client_in_search: bool,
+}
+
+/// Each search's answer: its highest passing rate (by the majority of the
+/// valid steps at it), or the bracket's low end when none passed. A search
+/// rate without a passing majority of valid steps counts as a failure (the
+/// answer is then a lower bound). A search with no valid step at all is
+/// left out: its answer would be the bracket's low end, untested.
+fn answers(rules: &Rules, bracket: Bracket, search: &[(String, Step)]) -> Answers {
+    let mut out = Answers {
+        searches: Vec::new(),
+        void_searches: Vec::new(),
+        pinned_top: 0,
+        pinned_bottom: 0,
+        rounds: 0,
+        client_in_search: false,
+    };
+    let mut phases: Vec<&String> = search.iter().map(|(p, _)| p).collect();
+    phases.dedup();
+    for (i, p) in phases.iter().enumerate() {
+        let mine: Vec<Step> = search
+            .iter()
+            .filter(|(q, _)| q == *p)
+            .map(|(_, s)| s.clone())
+            .collect();
+        let points = super::points(&mine);
+        out.rounds = out.rounds.max(points.len());
+        // A search rate without a valid majority (the client could not
+        // drive it) counts as failing, so the search may have stopped
+        // short of the server's limit.
+        out.client_in_search |= points.iter().any(|(_, at)| {
+            rules.verdict(at) == super::Verdict::Neither && at.iter().any(|s| !rules.valid(s))
+        });
+        let Bracket::Between(low, _) = bracket else {
+            continue;
+        };
+        if !mine.iter().any(|s| rules.valid(s)) {
+            let round = p.rsplit('-').next().and_then(|r| r.parse().ok());
+            out.void_searches.push(round.unwrap_or(i as u32 + 1));
+            continue;
+        }
+        let passing: Vec<f64> = points
+            .iter()
+            .filter(|(_, at)| rules.verdict(at) == super::Verdict::Pass)
+            .map(|(rate, _)| *rate)
+            .collect();
+        match passing.len() {
+            0 => out.pinned_bottom += 1,
+            n if n == points.len() => out.pinned_top += 1,
+            _ => {}
+        }
+        out.searches.push(passing.into_iter().fold(low, f64::max));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -358,6 +437,9 @@ mod tests {
             max_rate_ci95_pct: max.and_then(|m| m.1),
             resolution_pct: None,
             client_in_search: false,
+            pinned_top: 0,
+            pinned_bottom: 0,
+            void_searches: Vec::new(),
             bracket: None,
             knee: None,
             search_steps: Vec::new(),
@@ -366,6 +448,65 @@ mod tests {
             searches_interleaved: false,
             vs_baseline: None,
         }
+    }
+
+    #[test]
+    fn searches_that_pass_every_rate_or_none_are_pinned() {
+        use crate::sweep::rules::tests::step;
+        let rules = Rules::for_slo("p99 <= 1ms".parse().unwrap());
+        let ix = Index {
+            row: "r".into(),
+            label: "r".into(),
+            targets: vec![rules],
+            votes: 1,
+            searches_interleaved: true,
+            steps: Vec::new(),
+        };
+        // The sweep: 100 and 200 pass, 400 fails; the bracket is 200-400.
+        let steps = [
+            step(100.0, 100.0, 300.0),
+            step(200.0, 200.0, 400.0),
+            step(400.0, 400.0, 5000.0),
+        ];
+        let search = |r: u32, p99s: [f64; 3]| -> Vec<(String, Step)> {
+            [283.0, 336.0, 366.0]
+                .into_iter()
+                .zip(p99s)
+                .map(|(rate, p99)| (format!("search-1-{r}"), step(rate, rate, p99)))
+                .collect()
+        };
+        let mut all = search(1, [500.0, 600.0, 700.0]); // every rate passes
+        all.extend(search(2, [500.0, 600.0, 5000.0])); // one fails
+        all.extend(search(3, [5000.0, 5000.0, 5000.0])); // none passes
+        all.extend(search(4, [500.0, 700.0, 900.0])); // every rate passes
+                                                      // Search 5: every step invalid (the client was late): left out.
+        all.extend(
+            search(5, [500.0, 500.0, 500.0])
+                .into_iter()
+                .map(|(p, mut s)| {
+                    s.client_lateness_p99_us = 5_000.0;
+                    (p, s)
+                }),
+        );
+        let row = target_row(&ix, &rules, None, &steps, &all);
+        assert_eq!(row.searches, [366.0, 336.0, 200.0, 366.0]);
+        assert_eq!((row.pinned_top, row.pinned_bottom), (2, 1));
+        assert_eq!(row.void_searches, [5]);
+        let json = serde_json::to_string(&row).unwrap();
+        assert!(
+            json.contains("\"pinned_top\":2,\"pinned_bottom\":1"),
+            "{json}"
+        );
+        // None pinned: neither is written.
+        let row = target_row(
+            &ix,
+            &rules,
+            None,
+            &steps,
+            &search(2, [500.0, 600.0, 5000.0]),
+        );
+        assert_eq!((row.pinned_top, row.pinned_bottom), (0, 0));
+        assert!(!serde_json::to_string(&row).unwrap().contains("pinned"));
     }
 
     #[test]
@@ -395,6 +536,23 @@ mod tests {
         let v = rows[3].vs_baseline.as_ref().unwrap();
         assert_eq!((v.ratio, v.ci95), (1.5, None));
         assert_eq!(rows[4].vs_baseline, None);
+    }
+
+    #[test]
+    fn rounds_with_a_left_out_search_drop_from_the_pairs() {
+        let mut base = line("a", "p99 <= 1ms", &[100.0, 200.0, 100.0]);
+        base.void_searches = vec![2]; // rounds 1, 3, 4 counted
+        let mut row = line("b", "p99 <= 1ms", &[50.0, 60.0, 100.0]);
+        row.void_searches = vec![3]; // rounds 1, 2, 4 counted
+        for r in [&mut base, &mut row] {
+            r.searches_interleaved = true;
+        }
+        let mut rows = vec![base, row];
+        against_baseline(&mut rows, "a");
+        let v = rows[1].vs_baseline.as_ref().unwrap();
+        // Common rounds 1 and 4: 50 / 100 and 100 / 100.
+        assert!(v.paired);
+        assert!((v.ratio - 0.5f64.sqrt()).abs() < 1e-9, "{v:?}");
     }
 
     #[test]

@@ -108,6 +108,11 @@ pub struct MaxRate {
     /// The highest passing step: a lower bound when `bracket` is `client`.
     pub highest_pass: Option<f64>,
     pub client_in_search: bool,
+    /// Searches pinned at an end of the sweep's bracket (top or bottom),
+    /// and the searches counted: pinned answers are the bracket's, so
+    /// reruns may disagree by the bracket's width.
+    pub pinned: u32,
+    pub searches: usize,
     /// The row's knee for this target (`rules::knee`): a property of the
     /// curve, not of the target's limit.
     pub knee: Option<f64>,
@@ -199,6 +204,8 @@ fn max_rate(r: &SweepRow) -> MaxRate {
             .map(|s| s.step.rate)
             .reduce(f64::max),
         client_in_search: r.client_in_search,
+        pinned: r.pinned_top + r.pinned_bottom,
+        searches: r.searches.len(),
         knee: r.knee,
         vs_baseline: r.vs_baseline.clone(),
     }
@@ -334,6 +341,9 @@ fn rate_cell(m: &Option<MaxRate>) -> String {
             }
             if m.client_in_search {
                 s += " (a search rate without a valid majority)";
+            }
+            if m.pinned > 0 {
+                s += &format!(" ({} of {} searches pinned)", m.pinned, m.searches);
             }
             s
         }
