@@ -43,8 +43,8 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          when every target's stop rule holds), each target has its own searches, and a row has a \
          line per target. A search pinned at its bracket's top passed every rate it tried: it \
          answered its highest bisection point, and the bracket's failing end, decided in the \
-         sweep, was not tried again; one pinned at the bottom passed none and answered the \
-         bracket's low end. Where searches are pinned, their spread is the bracket's, not theirs, \
+         sweep, was not tried again (unless pinned searches were retried: see below); one \
+         pinned at the bottom passed none and answered the bracket's low end. Where searches are pinned, their spread is the bracket's, not theirs, \
          and the max rate may lie outside the bracket (the Searches column counts them). A \
          search none of whose steps was valid for the target measured the client only: it is \
          left out of the max rate and of the ratio to the baseline (the Searches column says \
@@ -91,6 +91,18 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
                  run. Where both rows' searches were interleaved, the ratio to the baseline pairs \
                  them round by round: exp(mean of the rounds' ln ratios), Student's t over the \
                  rounds.\n"
+            )?;
+        }
+        if t.rows.iter().any(|r| r.pinned_searches_retried) {
+            writeln!(
+                out,
+                "Pinned searches retried: a search that passed every rate of its bisection then \
+                 tried the bracket's failing end on its own stack, and one that passed none the \
+                 bracket's passing end; where the verdict held, it went on past that end by the \
+                 sweep's factor (at most {} rates) until the verdict turned, and bisected between \
+                 the last two. Its answer is its highest passing rate wherever it tried it; a \
+                 search counted as pinned never saw the verdict turn.\n",
+                crate::sweep::rules::MAX_EXTEND
             )?;
         }
         if let Some(a) = against.filter(|a| !a.paired) {

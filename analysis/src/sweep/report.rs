@@ -79,6 +79,11 @@ pub struct SweepRow {
     /// (`[sweep] interleave`): search R of every row ran in round R.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub searches_interleaved: bool,
+    /// A search pinned at an end of its bracket tried that end again on
+    /// its own stack and rates past it until the verdict turned; pinned
+    /// counts then name searches that never saw it turn.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pinned_searches_retried: bool,
     /// This row's max rate over the baseline row's at the same target,
     /// when both ran searches (absent for the baseline itself, and where
     /// either max rate is only a bound).
@@ -206,6 +211,10 @@ struct Index {
     /// Each search ran on a fresh stack, in rounds across the rows.
     #[serde(default)]
     searches_interleaved: bool,
+    /// A search pinned at an end of its bracket tried that end again on
+    /// its stack and went past it (runs before 2026-11-26: no).
+    #[serde(default)]
+    pinned_searches_retried: bool,
     steps: Vec<Entry>,
 }
 
@@ -349,6 +358,7 @@ fn target_row(
         votes: ix.votes,
         client_spins: rules.max_loadgen_busy.is_none(),
         searches_interleaved: ix.searches_interleaved,
+        pinned_searches_retried: ix.pinned_searches_retried,
         vs_baseline: None,
     }
 }
@@ -368,7 +378,9 @@ struct Answers {
 }
 
 /// Each search's answer: its highest passing rate (by the majority of the
-/// valid steps at it), or the bracket's low end when none passed. A search
+/// valid steps at it, wherever it tried it: an interleaved search pinned
+/// at an end of its bracket tries rates at and past that end), or the
+/// bracket's low end when none passed. A search
 /// rate without a passing majority of valid steps counts as a failure (the
 /// answer is then a lower bound). A search with no valid step at all is
 /// left out: its answer would be the bracket's low end, untested.
@@ -390,7 +402,12 @@ fn answers(rules: &Rules, bracket: Bracket, search: &[(String, Step)]) -> Answer
             .map(|(_, s)| s.clone())
             .collect();
         let points = super::points(&mine);
-        out.rounds = out.rounds.max(points.len());
+        // Bisection rounds: the rates inside the sweep's bracket (a pinned
+        // interleaved search also tries rates at and past its ends).
+        if let Bracket::Between(low, high) = bracket {
+            let inside = points.iter().filter(|(r, _)| *r > low && *r < high);
+            out.rounds = out.rounds.max(inside.count());
+        }
         // A search rate without a valid majority (the client could not
         // drive it) counts as failing, so the search may have stopped
         // short of the server's limit.
@@ -415,7 +432,10 @@ fn answers(rules: &Rules, bracket: Bracket, search: &[(String, Step)]) -> Answer
             n if n == points.len() => out.pinned_top += 1,
             _ => {}
         }
-        out.searches.push(passing.into_iter().fold(low, f64::max));
+        // A search that stepped below the bracket found its passing rate
+        // there.
+        out.searches
+            .push(passing.into_iter().reduce(f64::max).unwrap_or(low));
     }
     out
 }
@@ -446,6 +466,7 @@ mod tests {
             votes: 1,
             client_spins: false,
             searches_interleaved: false,
+            pinned_searches_retried: false,
             vs_baseline: None,
         }
     }
@@ -460,6 +481,7 @@ mod tests {
             targets: vec![rules],
             votes: 1,
             searches_interleaved: true,
+            pinned_searches_retried: false,
             steps: Vec::new(),
         };
         // The sweep: 100 and 200 pass, 400 fails; the bracket is 200-400.
@@ -497,6 +519,21 @@ mod tests {
             json.contains("\"pinned_top\":2,\"pinned_bottom\":1"),
             "{json}"
         );
+        // Pinned searches that stepped out of the bracket on their stack:
+        // up (400 passes, 600 fails, 490 passes) and down (200 fails, 133
+        // passes): answered there, not pinned, rounds still three.
+        let mut out = search(1, [500.0, 600.0, 700.0]);
+        for (rate, p99) in [(400.0, 800.0), (600.0, 5000.0), (490.0, 900.0)] {
+            out.push(("search-1-1".into(), step(rate, rate, p99)));
+        }
+        out.extend(search(2, [5000.0, 5000.0, 5000.0]));
+        for (rate, p99) in [(200.0, 5000.0), (133.0, 500.0)] {
+            out.push(("search-1-2".into(), step(rate, rate, p99)));
+        }
+        let row = target_row(&ix, &rules, None, &steps, &out);
+        assert_eq!(row.searches, [490.0, 133.0]);
+        assert_eq!((row.pinned_top, row.pinned_bottom), (0, 0));
+        assert_eq!(row.resolution_pct.map(|r| r.round()), Some(9.0));
         // None pinned: neither is written.
         let row = target_row(
             &ix,

@@ -188,6 +188,10 @@ pub fn geometric(start: f64, factor: f64, steps: u32) -> Vec<f64> {
     (0..steps).map(|k| start * factor.powi(k as i32)).collect()
 }
 
+/// Most rates a pinned interleaved search tries past its bracket's end
+/// (by the sweep's `factor` each) before it stays pinned.
+pub const MAX_EXTEND: u32 = 3;
+
 /// Bisects between a passing `low` and a failing `high` rate `rounds`
 /// times at their geometric mean, `passes` running a step at a rate;
 /// returns the highest rate that passed (`low` when none did).

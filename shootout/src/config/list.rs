@@ -141,7 +141,7 @@ fn write_sweep(
     if w.interleave {
         writeln!(
             out,
-            "  searches interleaved: each on a fresh stack, in rounds across the rows"
+            "  searches interleaved: each on a fresh stack, in rounds across the rows; a search pinned at an end of its bracket tries that end again, and past it"
         )?;
     }
     if !w.compare_at.is_empty() {

@@ -102,6 +102,10 @@ struct SweepIndex<'a> {
     /// Each search ran on a fresh stack, in rounds across the rows.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     searches_interleaved: bool,
+    /// A search pinned at an end of its bracket tried that end again and
+    /// went past it ([`extend`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pinned_searches_retried: bool,
     steps: &'a [StepEntry],
 }
 
@@ -121,6 +125,7 @@ pub(super) fn write_index(
         votes: settings.votes,
         threads: s.threads,
         searches_interleaved: settings.interleave,
+        pinned_searches_retried: settings.interleave,
         steps: entries,
     };
     let path = job.run.table_dir.join(format!("{}.sweep.json", s.name));
@@ -289,7 +294,9 @@ fn sweep_steps(
 
 /// Search `r` for target `t` (from 1): bisection between `low` and
 /// `high`, each rate measured until its majority is settled; its steps
-/// are `ROW.search-T-R-NN`.
+/// are `ROW.search-T-R-NN`. With `interleave`, a search pinned at an end
+/// of the bracket (every rate passed, or none) tries that end again on
+/// its own stack, since the sweep decided it on another: see [`extend`].
 pub(super) fn search(
     runner: &mut Stepper,
     settings: &SweepSettings,
@@ -299,7 +306,7 @@ pub(super) fn search(
 ) -> anyhow::Result<()> {
     let mut k = 0;
     let phase = format!("search-{t}-{r}");
-    rules::bisect(low, high, settings.bisect, |rate| {
+    let mut decide = |rate: f64| -> anyhow::Result<bool> {
         let mut at = Vec::new();
         loop {
             k += 1;
@@ -309,7 +316,54 @@ pub(super) fn search(
                 return Ok(target.verdict(&refs) == Verdict::Pass);
             }
         }
+    };
+    let (mut passed, mut failed) = (0, 0);
+    rules::bisect(low, high, settings.bisect, |rate| {
+        let pass = decide(rate)?;
+        *if pass { &mut passed } else { &mut failed } += 1;
+        Ok(pass)
     })?;
+    if settings.interleave && settings.bisect > 0 {
+        if failed == 0 {
+            extend(&mut decide, settings, high, settings.factor)?;
+        } else if passed == 0 {
+            extend(&mut decide, settings, low, 1.0 / settings.factor)?;
+        }
+    }
+    Ok(())
+}
+
+/// A pinned search's way out of its bracket: `end` (the failing end when
+/// every rate passed, `factor` > 1; the passing end when none did, `factor`
+/// < 1) decided on this stack, then rates on by `factor`, at most
+/// [`rules::MAX_EXTEND`] past `end`, until the verdict turns; then `bisect`
+/// rounds between the last two rates. When `end` itself turns, the search
+/// is done: its answer is now bounded on its own stack.
+fn extend(
+    decide: &mut impl FnMut(f64) -> anyhow::Result<bool>,
+    settings: &SweepSettings,
+    end: f64,
+    factor: f64,
+) -> anyhow::Result<()> {
+    // Stepping up, rates keep passing until one fails; down, the reverse.
+    let keeps = |pass: bool| pass == (factor > 1.0);
+    let mut inside: Option<f64> = None;
+    let mut rate = end;
+    for _ in 0..=rules::MAX_EXTEND {
+        if !keeps(decide(rate)?) {
+            if let Some(last) = inside {
+                let (low, high) = if factor > 1.0 {
+                    (last, rate)
+                } else {
+                    (rate, last)
+                };
+                rules::bisect(low, high, settings.bisect, &mut *decide)?;
+            }
+            return Ok(());
+        }
+        inside = Some(rate);
+        rate *= factor;
+    }
     Ok(())
 }
 
