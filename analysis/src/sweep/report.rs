@@ -44,10 +44,10 @@ pub struct SweepRow {
     /// than the server's. With one vote: some search step was invalid.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub client_in_search: bool,
-    /// Searches that passed every rate they tried: each answered the top
-    /// of its bisection, and the bracket's failing end (decided on the
-    /// sweep's stack) was never tried again, so the max rate may be
-    /// higher and their spread is the bracket's, not theirs.
+    /// Searches that passed every rate they tried: each answered its
+    /// highest rate without a failing one above it on its own stack (with
+    /// `pinned_searches_retried`, not even past the bracket), so the max
+    /// rate may be higher and their spread is the bracket's, not theirs.
     #[serde(skip_serializing_if = "is_zero")]
     pub pinned_top: u32,
     /// Searches that passed no rate they tried: each answered the
@@ -136,13 +136,13 @@ pub fn against_baseline(rows: &mut [SweepRow], baseline: &str) {
         }
         let paired = r.searches_interleaved
             && b.searches_interleaved
-            && by_round(r).len() + r.void_searches.len()
-                == by_round(b).len() + b.void_searches.len();
+            && r.searches.len() + r.void_searches.len() == b.searches.len() + b.void_searches.len();
         // Rounds where either side's search was left out drop from the pairs.
+        let base = by_round(b);
         let logs: Vec<f64> = by_round(r)
             .iter()
             .filter_map(|(k, x)| {
-                let (_, y) = by_round(b).into_iter().find(|(j, _)| j == k)?;
+                let (_, y) = base.iter().find(|(j, _)| j == k)?;
                 Some((x / y).ln())
             })
             .collect();
