@@ -18,8 +18,8 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          2xx/s fell below 95 % of the rate or the target's percentile passed 10 times its limit. \
          A step passes when the client was valid, it achieved at least 99 % of its rate with no \
          error or non-2xx, and the target's percentile is within the limit. A step is invalid \
-         (it measured the client) when loadgen's own send lateness p99 (requests that fell due \
-         on an idle connection; one due while its connection waited for a response is late \
+         (it measured the client) when loadgen's own send lateness p99 (the steps tables' \
+         \"Client lateness p99\": requests that fell due on an idle connection; one due while its connection waited for a response is late \
          because of the server, and that wait is in its latency; a saturated step has none) exceeds a fifth of the limit \
          (at least 200 µs) or loadgen was busier than 98 % of its threads. Max rate at the target: \
          each search bisects (geometric mean) between the sweep's last passing and first failing \
@@ -158,6 +158,7 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
             )?;
         }
         writeln!(out)?;
+        to_reproduce(out, &t.rows)?;
         comparisons(out, t)?;
         if !t.rows.is_empty() {
             writeln!(
@@ -189,6 +190,37 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
         }
     }
     Ok(())
+}
+
+/// How many searches each line would need for a rerun to land within
+/// ±5 % of this run, from the spread of this run's searches.
+fn to_reproduce(out: &mut String, rows: &[SweepRow]) -> std::fmt::Result {
+    use crate::sweep::reruns::{search_cv, searches_to_reproduce, REPRODUCED_PCT};
+    let lines: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            let cv = search_cv(&r.searches)?;
+            let n = searches_to_reproduce(cv);
+            Some(format!("{} at {}: cv {cv:.3}, {n}", r.label, r.slo))
+        })
+        .collect();
+    if lines.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "Searches for a rerun within ±{REPRODUCED_PCT} %: how many searches per row would bring two \
+         runs' max rates within {REPRODUCED_PCT} % of each other with 95 % odds, 2·(1.96·cv / 0.05)², \
+         cv the SD / mean of this run's searches (a planning figure: cv rests on this run's few \
+         searches, and pinned answers understate it): {}.{}\n",
+        lines.join("; "),
+        if rows.iter().any(|r| !r.searches_interleaved && r.searches.len() >= 2) {
+            " These searches shared their sweep's stack, and such searches agree with each other \
+             better than with a rerun: here the figure understates."
+        } else {
+            ""
+        }
+    )
 }
 
 /// The steps of a row (the same in each of `targets`), with whether each

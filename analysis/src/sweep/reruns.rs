@@ -92,6 +92,11 @@ pub struct TargetAcross {
     pub ratio_spread_pct: Option<f64>,
     pub ratio_held: usize,
     pub ratio_pairs: usize,
+    /// Searches per row that would bring two runs' max rates within
+    /// [`REPRODUCED_PCT`] of each other with 95 % odds, from the spread
+    /// of these runs' searches ([`searches_to_reproduce`]); none when no
+    /// run has two searches.
+    pub searches_to_reproduce: Option<u32>,
 }
 
 /// A run's answer for one row and target.
@@ -113,6 +118,10 @@ pub struct MaxRate {
     /// reruns may disagree by the bracket's width.
     pub pinned: u32,
     pub searches: usize,
+    /// The searches' coefficient of variation (sample SD / mean), with at
+    /// least two: how much one search's answer moves from stack to stack
+    /// (pinned answers are the bracket's, so they understate it).
+    pub search_cv: Option<f64>,
     /// The row's knee for this target (`rules::knee`): a property of the
     /// curve, not of the target's limit.
     pub knee: Option<f64>,
@@ -206,9 +215,31 @@ fn max_rate(r: &SweepRow) -> MaxRate {
         client_in_search: r.client_in_search,
         pinned: r.pinned_top + r.pinned_bottom,
         searches: r.searches.len(),
+        search_cv: search_cv(&r.searches),
         knee: r.knee,
         vs_baseline: r.vs_baseline.clone(),
     }
+}
+
+/// Sample SD / mean of a row's search answers, with at least two.
+pub fn search_cv(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean > 0.0).then(|| var.sqrt() / mean)
+}
+
+/// Searches per row for two runs' max rates (means of their searches) to
+/// land within [`REPRODUCED_PCT`] of each other with 95 % odds, when one
+/// search's answer has coefficient of variation `cv`: two means of n
+/// differ by about cv·√(2/n) (one SD), so n ≥ 2·(1.96·cv / 0.05)², at
+/// least 2. A planning figure: `cv` is itself estimated from few searches.
+pub fn searches_to_reproduce(cv: f64) -> u32 {
+    let h = REPRODUCED_PCT / 100.0;
+    (2.0 * (1.96 * cv / h).powi(2)).ceil().max(2.0) as u32
 }
 
 /// Largest / smallest − 1, percent.
@@ -265,6 +296,12 @@ fn targets_across(runs: &[Vec<SweepRow>], same_machine: bool) -> Vec<TargetAcros
             let other = per[j].as_ref()?.rate?;
             Some((other - m).abs() <= m * ci / 100.0)
         });
+        // The runs' CVs pooled as the root of their mean square.
+        let cvs: Vec<f64> = per.iter().flatten().filter_map(|m| m.search_cv).collect();
+        let searches_to_reproduce = (!cvs.is_empty()).then(|| {
+            let pooled = (cvs.iter().map(|c| c * c).sum::<f64>() / cvs.len() as f64).sqrt();
+            searches_to_reproduce(pooled)
+        });
         out.push(TargetAcross {
             row: first.row.clone(),
             label: first.label.clone(),
@@ -280,6 +317,7 @@ fn targets_across(runs: &[Vec<SweepRow>], same_machine: bool) -> Vec<TargetAcros
             ratio_spread_pct,
             ratio_held,
             ratio_pairs,
+            searches_to_reproduce,
         });
     }
     out
@@ -371,7 +409,7 @@ pub fn to_markdown(r: &Reruns) -> String {
         .map(|(n, m)| format!("{n} ({})", m.describe()))
         .collect();
     let mut s = format!(
-        "Runs: {}.\n\nMax rate at the target in each run (95 % interval over that run's searches); spread = largest / smallest - 1; reproduced = spread within {REPRODUCED_PCT} %; held = ordered pairs of runs where one run's interval held the other's max rate; the closed-model 2xx/s (the row's probe) shows how much the machine itself moved between runs; the knee (a property of the p99 curve, on steps 1.5 times apart) and its spread.\n\n",
+        "Runs: {}.\n\nMax rate at the target in each run (95 % interval over that run's searches); spread = largest / smallest - 1; reproduced = spread within {REPRODUCED_PCT} %; held = ordered pairs of runs where one run's interval held the other's max rate; the closed-model 2xx/s (the row's probe) shows how much the machine itself moved between runs; the knee (a property of the p99 curve, on steps 1.5 times apart) and its spread; searches for ±{REPRODUCED_PCT} % = searches per row that would bring two runs within {REPRODUCED_PCT} % with 95 % odds, 2·(1.96·cv / 0.05)² with cv the searches' SD / mean pooled over these runs.\n\n",
         runs.join(", ")
     );
     if !r.same_machine {
@@ -381,9 +419,9 @@ pub fn to_markdown(r: &Reruns) -> String {
     for i in 1..=r.runs.len() {
         s += &format!(" Run {i} |");
     }
-    s += " Spread | Reproduced | Intervals held | Closed-model 2xx/s per run | Knee per run | Knee spread |\n|---|---|";
+    s += " Spread | Reproduced | Intervals held | Closed-model 2xx/s per run | Knee per run | Knee spread | Searches for ±5 % |\n|---|---|";
     s += &"---:|".repeat(r.runs.len());
-    s += "---:|---|---:|---:|---:|---:|\n";
+    s += "---:|---|---:|---:|---:|---:|---:|\n";
     for t in &r.targets {
         s += &format!("| {} | {} |", t.label, t.slo);
         for m in &t.runs {
@@ -417,8 +455,11 @@ pub fn to_markdown(r: &Reruns) -> String {
             })
             .collect();
         let knee_spread = t.knee_spread_pct.map_or("-".into(), |p| format!("{p:.1}%"));
+        let needed = t
+            .searches_to_reproduce
+            .map_or("-".into(), |n| n.to_string());
         s += &format!(
-            " {spread} | {rep} | {} of {} | {} | {} | {knee_spread} |\n",
+            " {spread} | {rep} | {} of {} | {} | {} | {knee_spread} | {needed} |\n",
             t.held,
             t.pairs,
             closed.join(" / "),
@@ -512,6 +553,17 @@ mod tests {
         assert!((spread(&[100.0, 104.0]) - 4.0).abs() < 1e-9);
         assert!((spread(&[106.0, 100.0, 103.0]) - 6.0).abs() < 1e-9);
         assert!(spread(&[100.0, 106.0]) > REPRODUCED_PCT);
+    }
+
+    #[test]
+    fn searches_to_reproduce_follows_the_spread() {
+        // 2·(1.96·0.09/0.05)² = 24.9; 2·(1.96·0.22/0.05)² = 148.8.
+        assert_eq!(searches_to_reproduce(0.09), 25);
+        assert_eq!(searches_to_reproduce(0.22), 149);
+        assert_eq!(searches_to_reproduce(0.0), 2);
+        // SD of (90, 100, 110) is 10: cv 0.1.
+        assert!((search_cv(&[90.0, 100.0, 110.0]).unwrap() - 0.1).abs() < 1e-12);
+        assert_eq!(search_cv(&[100.0]), None);
     }
 
     #[test]
