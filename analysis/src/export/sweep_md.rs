@@ -85,10 +85,11 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
         if t.rows.iter().any(|r| r.searches_interleaved) {
             writeln!(
                 out,
-                "Interleaved searches: each search ran on a fresh stack after every row's sweep, in \
-                 rounds across the rows (search 1 of every row, then search 2 in the reverse order, \
-                 and so on), so a max rate's interval is over independent processes spread over the \
-                 run. Where both rows' searches were interleaved, the ratio to the baseline pairs \
+                "Interleaved searches: after every row's sweep, each row's search R (one per target, \
+                 one after another) ran on a fresh stack, in rounds across the rows (search 1 of \
+                 every row, then search 2 in the reverse order, and so on), so a max rate's interval \
+                 is over independent processes spread over the run; it still leaves out a drift of \
+                 the machine between runs. Where both rows' searches were interleaved, the ratio to the baseline pairs \
                  them round by round: exp(mean of the rounds' ln ratios), Student's t over the \
                  rounds.\n"
             )?;
@@ -209,12 +210,17 @@ fn to_reproduce(out: &mut String, rows: &[SweepRow]) -> std::fmt::Result {
     }
     writeln!(
         out,
-        "Searches for a rerun within ±{REPRODUCED_PCT} %: how many searches per row would bring two \
-         runs' max rates within {REPRODUCED_PCT} % of each other with 95 % odds, 2·(1.96·cv / 0.05)², \
-         cv the SD / mean of this run's searches (a planning figure: cv rests on this run's few \
-         searches, and pinned answers understate it): {}.{}\n",
+        "Searches for a rerun within ±{REPRODUCED_PCT} %: at least how many searches per row two \
+         runs would need for their max rates to land within {REPRODUCED_PCT} % of each other with \
+         95 % odds, 2·(1.96·cv / 0.05)² rounded up (at least 2), cv the SD / mean of this run's \
+         searches. A lower bound for planning: it counts only the spread between searches, not \
+         a drift of the machine between runs, and cv rests on this run's few searches (pinned \
+         answers understate it): {}.{}\n",
         lines.join("; "),
-        if rows.iter().any(|r| !r.searches_interleaved && r.searches.len() >= 2) {
+        if rows
+            .iter()
+            .any(|r| !r.searches_interleaved && r.searches.len() >= 2)
+        {
             " These searches shared their sweep's stack, and such searches agree with each other \
              better than with a rerun: here the figure understates."
         } else {

@@ -409,7 +409,7 @@ pub fn to_markdown(r: &Reruns) -> String {
         .map(|(n, m)| format!("{n} ({})", m.describe()))
         .collect();
     let mut s = format!(
-        "Runs: {}.\n\nMax rate at the target in each run (95 % interval over that run's searches); spread = largest / smallest - 1; reproduced = spread within {REPRODUCED_PCT} %; held = ordered pairs of runs where one run's interval held the other's max rate; the closed-model 2xx/s (the row's probe) shows how much the machine itself moved between runs; the knee (a property of the p99 curve, on steps 1.5 times apart) and its spread; searches for ±{REPRODUCED_PCT} % = searches per row that would bring two runs within {REPRODUCED_PCT} % with 95 % odds, 2·(1.96·cv / 0.05)² with cv the searches' SD / mean pooled over these runs.\n\n",
+        "Runs: {}.\n\nMax rate at the target in each run (95 % interval over that run's searches); spread = largest / smallest - 1; reproduced = spread within {REPRODUCED_PCT} %; held = ordered pairs of runs where one run's interval held the other's max rate; the closed-model 2xx/s (the row's probe) shows how much the machine itself moved between runs; the knee (a property of the p99 curve, on steps 1.5 times apart) and its spread; searches for ±{REPRODUCED_PCT} % = at least how many searches per row would bring two runs within {REPRODUCED_PCT} % with 95 % odds, 2·(1.96·cv / 0.05)² rounded up (at least 2) with cv the searches' SD / mean pooled over these runs: a lower bound, since it leaves out a drift of the machine between runs.\n\n",
         runs.join(", ")
     );
     if !r.same_machine {
