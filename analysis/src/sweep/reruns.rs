@@ -223,13 +223,9 @@ fn max_rate(r: &SweepRow) -> MaxRate {
 
 /// Sample SD / mean of a row's search answers, with at least two.
 pub fn search_cv(values: &[f64]) -> Option<f64> {
-    if values.len() < 2 {
-        return None;
-    }
-    let n = values.len() as f64;
-    let mean = values.iter().sum::<f64>() / n;
-    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (mean > 0.0).then(|| var.sqrt() / mean)
+    crate::stats::describe(values)
+        .filter(|d| d.n >= 2 && d.mean > 0.0)
+        .map(|d| d.cv)
 }
 
 /// Searches per row for two runs' max rates (means of their searches) to
@@ -419,7 +415,7 @@ pub fn to_markdown(r: &Reruns) -> String {
     for i in 1..=r.runs.len() {
         s += &format!(" Run {i} |");
     }
-    s += " Spread | Reproduced | Intervals held | Closed-model 2xx/s per run | Knee per run | Knee spread | Searches for ±5 % |\n|---|---|";
+    s += &format!(" Spread | Reproduced | Intervals held | Closed-model 2xx/s per run | Knee per run | Knee spread | Searches for ±{REPRODUCED_PCT} % |\n|---|---|");
     s += &"---:|".repeat(r.runs.len());
     s += "---:|---|---:|---:|---:|---:|---:|\n";
     for t in &r.targets {
