@@ -15,6 +15,14 @@
 //! Student's t over blocks (blocks are the independent unit; seconds within
 //! one are autocorrelated). A placement's ceiling pools every block of its
 //! no-logging sides (the build without `log-stdout`).
+//!
+//! Rates are per second of load. Under `schedule = "interleave"` each
+//! loadgen sends in one half of every turn and an interval is a whole
+//! number of turns, so its 2xx count covers half the interval's seconds of
+//! load: such a run's rates are its counts over [`INTERLEAVE_ACTIVE_SHARE`]
+//! of each interval's length (a drain rate is per second of writing, so
+//! the two compare). Before 2026-11-26 they were over the whole length,
+//! which halved an interleaved run's measured rates and ceiling alike.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +35,18 @@ use crate::sinks::SinkRow;
 
 /// How far measured may be from predicted for the law to hold on a row.
 pub const TOLERANCE: f64 = 0.15;
+
+/// The share of each interval a loadgen loads under `schedule =
+/// "interleave"` (`loadgen --active-half`: one half of every turn).
+pub const INTERLEAVE_ACTIVE_SHARE: f64 = 0.5;
+
+/// The share of each measured interval a served run's loadgens load.
+fn active_share(schedule: Option<&str>) -> f64 {
+    match schedule {
+        Some("interleave") => INTERLEAVE_ACTIVE_SHARE,
+        _ => 1.0,
+    }
+}
 
 /// One served row set beside its sink's drain rate (a line of sinks.json).
 #[derive(Debug, Clone, Serialize)]
@@ -76,6 +96,9 @@ pub struct Law {
     /// The runs' directory names (siblings under `results/`).
     pub drain_run: String,
     pub served_run: String,
+    /// The share of each interval the served run's loadgens loaded (0.5
+    /// interleaved, else 1): its rates are counts over that share.
+    pub active_share: f64,
     pub ceilings: Vec<Ceiling>,
     pub rows: Vec<LawRow>,
 }
@@ -190,7 +213,7 @@ type Blocks = (Vec<f64>, Vec<f64>);
 /// second behind its sink answered nothing in it. Left out: warm-up and a
 /// closing fragment (length off the block's median by more than
 /// [`crate::paired::input::LENGTH_TOLERANCE`]).
-fn blocks(dir: &Path, problems: &mut Vec<Problem>) -> Blocks {
+fn blocks(dir: &Path, share: f64, problems: &mut Vec<Problem>) -> Blocks {
     let mut out: Blocks = (Vec::new(), Vec::new());
     for (_, run) in crate::paired::input::run_dirs(dir) {
         for row_log in crate::sweep::files_ending(&run, ".row.jsonl") {
@@ -202,8 +225,8 @@ fn blocks(dir: &Path, problems: &mut Vec<Problem>) -> Blocks {
             );
             match (side_mean(&row_log), side_mean(&base_log)) {
                 (Ok(r), Ok(b)) => {
-                    out.0.push(r);
-                    out.1.push(b);
+                    out.0.push(r / share);
+                    out.1.push(b / share);
                 }
                 (r, b) => problems.extend(
                     r.err()
@@ -292,6 +315,7 @@ pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
             .with_context(|| format!("reading {}", spec_path.display()))?,
     )
     .with_context(|| format!("{}", spec_path.display()))?;
+    let share = active_share(spec.schedule.as_deref());
     let label = |row: &str| {
         spec.row
             .iter()
@@ -311,7 +335,7 @@ pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
                 c.row
             );
         };
-        let (row_blocks, base_blocks) = blocks(&served_table.join(&c.row), &mut problems);
+        let (row_blocks, base_blocks) = blocks(&served_table.join(&c.row), share, &mut problems);
         for (side, sink, b) in [
             (c.row.clone(), row, &row_blocks),
             (
@@ -408,6 +432,7 @@ pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
     Ok(Law {
         drain_run: name(drain),
         served_run: name(served),
+        active_share: share,
         ceilings,
         rows,
     })
@@ -527,6 +552,23 @@ mod tests {
         assert!((fast.predicted_rps - 10_000.0).abs() < 1e-9);
         assert!(!fast.bottleneck);
         assert!((fast.measured_over_predicted - 0.9).abs() < 1e-9);
+        assert_eq!(got.active_share, 1.0);
+        // Interleaved, each loadgen loaded half of every interval: the same
+        // counts are twice the rates per second of load.
+        write(
+            &t.join("table.toml"),
+            "schedule = \"interleave\"\n[[row]]\nname = \"slow\"\nlabel = \"a slow sink\"\n",
+        );
+        let got = law(&drain, &served).unwrap();
+        assert_eq!(got.active_share, 0.5);
+        assert!((got.ceilings[0].rps - 20_000.0).abs() < 1e-9);
+        let slow = &got.rows[0];
+        assert!((slow.measured_rps - 960.0).abs() < 1e-9);
+        assert!((slow.predicted_rps - 500.0).abs() < 1e-9);
+        assert!((slow.measured_ci95_pct.unwrap() - 52.94).abs() < 0.05);
+        let fast = &got.rows[1];
+        assert!((fast.predicted_rps - 20_000.0).abs() < 1e-9);
+        assert!((fast.measured_rps - 18_000.0).abs() < 1e-9);
         // A served run without sink records is refused, named.
         write(
             &served.join("meta.json"),

@@ -400,6 +400,7 @@ fn machine_section(out: &mut String, src: &Source) {
         "design",
         "cpu_model",
         "cores",
+        "runner_cpus",
         "kernel",
         "rustc",
         "nginx",

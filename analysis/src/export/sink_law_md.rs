@@ -26,6 +26,14 @@ pub fn report(law: &Law) -> Result<String, std::fmt::Error> {
         law.served_run,
         TOLERANCE * 100.0
     )?;
+    if law.active_share < 1.0 {
+        writeln!(
+            out,
+            "The served run interleaves its loadgens (each loads one half of every turn), so its \
+             rates are per second of load: each interval's 2xx over {:.0} % of its length.\n",
+            law.active_share * 100.0
+        )?;
+    }
     writeln!(out, "## Ceilings (no logging)\n")?;
     writeln!(
         out,

@@ -20,6 +20,12 @@ pub struct Meta {
     pub nginx: Option<String>,
     pub cpu_model: Option<String>,
     pub cores: usize,
+    /// The CPUs the runner was pinned to (`taskset -c 1 shootout run ...`),
+    /// when fewer than the machine's online CPUs: every process it starts
+    /// without a pinning of its own (a sink's reader, a terminal and its
+    /// Xvfb, the ssh client) runs there too. `cores` counts only these.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner_cpus: Option<String>,
     pub kernel: Option<String>,
     pub interrupted: bool,
     /// `sequential` or `paired`.
@@ -42,6 +48,18 @@ pub(crate) fn output(cmd: &str, args: &[&str]) -> Option<String> {
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// This process's allowed CPUs when they are not all the online ones.
+fn runner_cpus() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+        .trim()
+        .to_string();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    (allowed != online.trim()).then_some(allowed)
 }
 
 /// UTC time as `2026-11-22T04-10-00Z` (safe in a directory name).
@@ -113,6 +131,7 @@ impl Meta {
             nginx: crate::prepare::setup::nginx_version(),
             cpu_model: cpu_model(),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            runner_cpus: runner_cpus(),
             kernel: output("uname", &["-r"]),
             interrupted: false,
             design: "sequential".into(),
