@@ -28,7 +28,9 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
          figure is their mean with a 95 % interval over the searches (Student's t; searches that \
          share a row's stack run minutes apart on it, so their interval is not a promise about a \
          rerun, see \"Interleaved searches\" where they did not; an interval narrower than a \
-         search's resolution, the width of its last bracket, only says they agree to within it). \
+         search's resolution, the width of its last bracket, only says they agree to within it; \
+         the table's resolution is the sweep's bracket after the search's halvings, and a \
+         retried search that stepped past that bracket halved one of its own instead). \
          The bracket \
          ends at the first rate that fails, and starts at the last rate below it that passed; \
          invalid steps neither start nor end it. When no rate below the first failing one passed \
@@ -74,9 +76,10 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
             out,
             "Client spin: loadgen woke early and polled without sleeping until each send was \
              due (`[sweep] client_spin`, loadgen `--spin-before`), so that an idle vCPU's wake-up \
-             latency is not counted as the server's. It is then busy most of the time at any \
-             rate, waiting or not, so its busy share bounds nothing here: its own send lateness \
-             alone decides whether a step is valid.\n"
+             latency is not counted as the server's. It is then busy while it waits as well as \
+             while it works (how much depends on the rate and on how long answers take; the steps \
+             tables' \"loadgen busy\"), so its busy share bounds nothing here: its own send \
+             lateness alone decides whether a step is valid.\n"
         )?;
     }
     for t in tables {
