@@ -21,7 +21,10 @@ pub mod stats;
 use serde::{Deserialize, Serialize};
 
 /// Both servers' CPU time at one interval boundary of a block: the runner
-/// writes one line per boundary, the analysis reads them back.
+/// writes one line per boundary, the analysis reads them back. Under
+/// `schedule = "alternate"` each side's figure is read at boundary `k` of
+/// its own load, one side after the other, and `unix_ms` is the first
+/// side's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuSample {
     /// Boundary number: `k` = start + k × interval (0 = the loadgens' start).
