@@ -192,8 +192,12 @@ impl Sink {
         }
     }
 
+    /// A served row's sink takes the drain of the same sink fed back to
+    /// back: a paced drain (`writer_gap`) is a drain at one pace, not the
+    /// sink's rate.
     fn drains_into(&self, d: &SinkRow) -> bool {
-        (self.server.is_empty() || self.server == d.server)
+        d.writer_gap_us.is_none()
+            && (self.server.is_empty() || self.server == d.server)
             && self.log == d.sink
             && self.log_level == d.log_level
             && self.drawn == d.drawn
@@ -652,8 +656,15 @@ mod tests {
         let root = std::env::temp_dir().join(format!("sink-law-j-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let (drain, served) = (root.join("drain"), root.join("served"));
-        // One line a request: xterm drains 50,000 lines/s, xterm +j 1,000.
+        // One line a request: xterm drains 50,000 lines/s, xterm +j 1,000,
+        // and 500 fed a line every 50 µs at most (a paced drain, which the
+        // law leaves out whatever its order).
         for (row, j, lines) in [
+            (
+                "a-paced",
+                r#""jump_scroll": false, "writer_gap_us": 50.0, "#,
+                1_000,
+            ),
             ("xterm", "", 100_000),
             ("xterm-j", r#""jump_scroll": false, "#, 2_000),
         ] {

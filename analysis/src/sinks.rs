@@ -48,6 +48,11 @@ pub struct SinkRow {
     /// `false` where xterm ran with jump scroll off (`+j`); none otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jump_scroll: Option<bool>,
+    /// The writer's least time between lines, µs (`writer_gap`): lines
+    /// reached the sink one at a time, as a server writes them at up to
+    /// 1e6 / gap a second; none where it wrote back to back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writer_gap_us: Option<f64>,
     /// Seconds each run wrote first, uncounted (0 in runs before it).
     #[serde(skip_serializing_if = "is_zero")]
     pub settle_s: f64,
@@ -82,6 +87,8 @@ struct Index {
     drawn: Option<String>,
     #[serde(default)]
     jump_scroll: Option<bool>,
+    #[serde(default)]
+    writer_gap_us: Option<f64>,
     #[serde(default)]
     settle_s: f64,
     sample_lines: u64,
@@ -162,6 +169,7 @@ fn row(ix: Index) -> anyhow::Result<SinkRow> {
         link_rate_bps: ix.link_rate_bps,
         drawn: ix.drawn,
         jump_scroll: ix.jump_scroll,
+        writer_gap_us: ix.writer_gap_us,
         settle_s: ix.settle_s,
     })
 }
@@ -189,6 +197,7 @@ mod tests {
             link_rate_bps: None,
             drawn: None,
             jump_scroll: None,
+            writer_gap_us: None,
             settle_s: 0.0,
             sample_lines: 400,
             sample_requests: 200,
@@ -233,6 +242,7 @@ mod tests {
             link_rate_bps: None,
             drawn: None,
             jump_scroll: None,
+            writer_gap_us: None,
             settle_s: 0.0,
             sample_lines: 0,
             sample_requests: 10,

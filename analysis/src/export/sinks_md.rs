@@ -48,7 +48,10 @@ pub fn sections(out: &mut String, tables: &[SinkTable]) -> std::fmt::Result {
                 r.log_level,
                 r.host
                     .as_ref()
-                    .map_or(String::new(), |h| format!(", on host {h}")),
+                    .map_or(String::new(), |h| format!(", on host {h}"))
+                    + &r.writer_gap_us.map_or(String::new(), |g| format!(
+                        ", a line every {g:.0} µs at most"
+                    )),
                 r.lines_per_request,
                 r.line_bytes,
                 r.drain_lines_per_s,
@@ -73,6 +76,15 @@ pub fn sections(out: &mut String, tables: &[SinkTable]) -> std::fmt::Result {
                  what drains it (a pseudo-terminal, ssh's channel window, TCP) were full before \
                  counting: until then a slow sink takes writes faster than it drains them.\n",
                 r.settle_s
+            )?;
+        }
+        if t.rows.iter().any(|r| r.writer_gap_us.is_some()) {
+            writeln!(
+                out,
+                "\"A line every G µs at most\": the writer let at least G µs pass from one line's \
+                 write to the next (`writer_gap`), so lines reached the sink one at a time, as a \
+                 server writes them at up to 1e6 / G lines a second, not back to back. The sink law \
+                 takes only back-to-back drains.\n"
             )?;
         }
     }

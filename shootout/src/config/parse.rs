@@ -87,6 +87,10 @@ pub struct Settings {
     /// xterm rows (`log = "xterm"`, or an ssh terminal drawn by xterm):
     /// `false` turns xterm's jump scroll off (`+j`).
     pub jump_scroll: Option<Spanned<bool>>,
+    /// Sinks design: at least this long from one line's write to the next
+    /// (`shootout sink-writer --gap`), so lines reach the sink one at a
+    /// time as a server writes them; back to back when absent.
+    pub writer_gap: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -323,6 +327,10 @@ fn row(
     }
     let ssh_terminal = ssh_terminal_of(o, d, log, remote, hosts.as_ref(), at, err)?;
     let jump_scroll = jump_scroll(o, d, log, ssh_terminal.as_ref(), err)?;
+    let writer_gap = match o.writer_gap.as_ref().or(d.writer_gap.as_ref()) {
+        None => None,
+        Some(sp) => Some(pick_duration(Some(sp), "0s", false, err)?),
+    };
     let client_timeout = o.client_timeout.or(d.client_timeout);
     let needs = [
         (
@@ -392,6 +400,7 @@ fn row(
         slow: slow_clients(o, d, err)?,
         ssh_terminal,
         jump_scroll,
+        writer_gap,
         log_style_always: false,
     })
 }
@@ -709,6 +718,7 @@ fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, Sc
         }
     };
     check_design_tables(raw, &design, err)?;
+    writer_gap_only_in_sinks(raw, &design, err)?;
     ssh_terminal_only_in_sinks(raw, &design, scenarios, err)?;
     if !matches!(design, Design::Paired(_)) {
         if let Some(a) = raw.scenario.iter().find_map(|o| o.against.as_ref()) {
@@ -921,6 +931,30 @@ fn ssh_terminal_only_in_sinks(
             ),
         )),
         _ => Ok(()),
+    }
+}
+
+/// `writer_gap` paces the sinks design's writer; a served row's server
+/// writes as its requests come.
+fn writer_gap_only_in_sinks(
+    raw: &RawFile,
+    design: &Design,
+    err: &Err,
+) -> Result<(), ScenarioError> {
+    if matches!(design, Design::Sinks(_)) {
+        return Ok(());
+    }
+    let set = raw
+        .scenario
+        .iter()
+        .chain([&raw.defaults])
+        .find_map(|o| o.writer_gap.as_ref());
+    match set {
+        Some(sp) => Err(err(
+            sp.span().start,
+            "writer_gap paces the writer of design = \"sinks\"; a served row's server writes as its requests come".into(),
+        )),
+        None => Ok(()),
     }
 }
 

@@ -267,6 +267,9 @@ pub struct Scenario {
     /// xterm's jump scroll (`jump_scroll = false` is `xterm +j`: it draws
     /// every line); true, xterm's default, unless the row turns it off.
     pub jump_scroll: bool,
+    /// Sinks design: the least time from one line's write to the next
+    /// (`writer_gap`); none writes back to back.
+    pub writer_gap: Option<std::time::Duration>,
     /// Not a file key: the sinks design's sample sets it for terminal
     /// sinks, so that the server writes (into a file) the lines it writes
     /// to a terminal, colours included (`RUST_LOG_STYLE=always`).

@@ -221,3 +221,38 @@ fn jump_scroll_is_xterms_wherever_xterm_draws() {
         );
     }
 }
+
+#[test]
+fn writer_gap_paces_a_sinks_row_and_nothing_else() {
+    let text = format!("design = \"sinks\"\n\n{ROW}writer_gap = \"20us\"\n");
+    let f = crate::config::parse::parse(std::path::Path::new("t.toml"), &text).unwrap();
+    assert_eq!(f.scenarios[0].writer_gap, Some(Duration::from_micros(20)));
+    let text = format!("design = \"sinks\"\n[defaults]\nwriter_gap = \"1ms\"\n{ROW}");
+    let f = crate::config::parse::parse(std::path::Path::new("t.toml"), &text).unwrap();
+    assert_eq!(f.scenarios[0].writer_gap, Some(Duration::from_millis(1)));
+    let f = crate::config::parse::parse(
+        std::path::Path::new("t.toml"),
+        &format!("design = \"sinks\"\n\n{ROW}"),
+    )
+    .unwrap();
+    assert_eq!(f.scenarios[0].writer_gap, None);
+    for (text, want) in [
+        (
+            format!("design = \"sinks\"\n\n{ROW}writer_gap = \"soon\"\n"),
+            "t.toml:8: bad duration \"soon\"",
+        ),
+        (
+            format!("design = \"sinks\"\n\n{ROW}writer_gap = \"0us\"\n"),
+            "t.toml:8: duration must be more than zero",
+        ),
+        (
+            format!("baseline = \"a\"\ndesign = \"paired\"\n{ROW}writer_gap = \"20us\"\n"),
+            "t.toml:8: writer_gap paces the writer of design = \"sinks\"",
+        ),
+    ] {
+        let e = crate::config::parse::parse(std::path::Path::new("t.toml"), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(want), "{e:?} should start with {want:?}");
+    }
+}

@@ -117,6 +117,10 @@ struct SinkIndex<'a> {
     /// `false` where the row turned xterm's jump scroll off.
     #[serde(skip_serializing_if = "Option::is_none")]
     jump_scroll: Option<bool>,
+    /// The writer's least time between lines, µs (`writer_gap`); absent
+    /// where it wrote back to back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    writer_gap_us: Option<f64>,
     length_s: f64,
     /// Written first in each run and not counted.
     settle_s: f64,
@@ -180,6 +184,7 @@ fn sink_row(job: &Job, settings: &SinksSettings, facts: &mut RowFacts) -> anyhow
         drawn: s.ssh_terminal.as_ref().map(|t| t.terminal),
         link_rate_bps: s.ssh_terminal.as_ref().and_then(|t| t.link_rate_bps),
         jump_scroll: crate::record::comparison::jump_scroll_off(s),
+        writer_gap_us: s.writer_gap.map(|g| g.as_secs_f64() * 1e6),
         length_s: settings.length.as_secs_f64(),
         settle_s: settings.settle.as_secs_f64(),
         runs: &runs,
@@ -449,6 +454,9 @@ fn writer_argv(
         "--report".into(),
         report,
     ]);
+    if let Some(gap) = job.scenario.writer_gap {
+        argv.extend(["--gap".into(), humantime::format_duration(gap).to_string()]);
+    }
     argv
 }
 
