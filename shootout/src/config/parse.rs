@@ -1240,6 +1240,21 @@ mod tests {
     }
 
     #[test]
+    fn nginx_is_pinned_to_the_server_cpus_only_where_it_answers_in_their_place() {
+        let rows = "[[scenario]]\nname = \"floor\"\nserver = \"actix\"\nproxy = \"static\"\n\n\
+                    [[scenario]]\nname = \"behind\"\nserver = \"ntex\"\nproxy = \"proxy\"\n\n\
+                    [[scenario]]\nname = \"direct\"\nserver = \"actix\"\n";
+        let pinned = parse_str(&format!(
+            "[defaults]\nserver_cpus = \"1\"\nloadgen_cpus = \"0\"\n\n{rows}"
+        ))
+        .unwrap();
+        let cpus: Vec<Option<String>> = pinned.scenarios.iter().map(|s| s.nginx_cpus()).collect();
+        assert_eq!(cpus, [Some("1".to_string()), None, None]);
+        let free = parse_str(rows).unwrap();
+        assert!(free.scenarios.iter().all(|s| s.nginx_cpus().is_none()));
+    }
+
+    #[test]
     fn paired_design_and_its_settings() {
         let f = parse_str(
             "design = \"paired\"\nbaseline = \"a\"\n[paired]\nblock = \"5s\"\nblocks = 6\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"actix\"\n",

@@ -327,4 +327,15 @@ impl Scenario {
     pub fn variant(&self) -> String {
         self.build_variant().name()
     }
+
+    /// The CPUs nginx is pinned to: the server's for the static ceiling
+    /// row (`proxy = "static"`), where nginx answers in the server's place,
+    /// so that the harness's floor is measured at the servers' placement;
+    /// none (the scheduler's choice) for nginx in front of a server.
+    pub fn nginx_cpus(&self) -> Option<String> {
+        match self.proxy.as_deref() {
+            Some("static") => self.server_cpus.clone(),
+            _ => None,
+        }
+    }
 }

@@ -19,6 +19,9 @@ pub struct RowRecord {
     pub log: String,
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
+    /// Where nginx was pinned (the static ceiling row: the server's CPUs);
+    /// none: nginx, when the row has it, ran where the scheduler put it.
+    pub nginx_cpus: Option<String>,
     pub startup_line: Option<String>,
     /// The terminal emulator the server ran in (`log = "xterm"`).
     pub terminal: Option<String>,
@@ -102,6 +105,7 @@ impl RowRecord {
             log: s.log.file_name(),
             server_cpus: s.server_cpus.clone(),
             loadgen_cpus: s.loadgen_cpus.clone(),
+            nginx_cpus: s.nginx_cpus(),
             startup_line,
             terminal,
             verified: facts.verified,

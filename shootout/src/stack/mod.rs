@@ -134,12 +134,16 @@ impl Stack {
         };
         if let Some(name) = &s.proxy {
             let dir = place.proxy.private_dir(&spec.tmp.join("nginx"))?;
+            let proxy = nginx::Proxy {
+                name,
+                workers: s.nginx_workers,
+                cpus: s.nginx_cpus(),
+            };
             let (proc_, listen) = nginx::start(
                 &place.proxy,
                 spec.root,
-                name,
+                &proxy,
                 &dir,
-                s.nginx_workers,
                 place.proxy_ip,
                 Some(server_addr),
             )?;

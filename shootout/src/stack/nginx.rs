@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
+use crate::measure::load::taskset;
 use crate::place::host::{Host, HostDir, Launch};
 use crate::place::running::Running;
 
@@ -34,19 +35,31 @@ pub fn render(
         .replace("{{ACCESS_LOG}}", "off"))
 }
 
-/// Starts nginx with config `name` on `host`, in the private prefix `dir`,
-/// listening on `ip`, in front of `upstream`: on a port the host gives it
-/// (a few tried when it cannot say which is free), and only once it accepts
+/// The nginx a row runs: its config name under `nginx/`, its worker count
+/// and the CPUs it is pinned to (none: the scheduler's choice).
+pub struct Proxy<'a> {
+    pub name: &'a str,
+    pub workers: usize,
+    pub cpus: Option<String>,
+}
+
+/// Starts nginx `proxy` on `host`, in the private prefix `dir`, listening
+/// on `ip`, in front of `upstream`: on a port the host gives it (a few
+/// tried when it cannot say which is free), and only once it accepts
 /// connections there. Its error log goes to its stderr.
 pub fn start(
     host: &Host,
     root: &Path,
-    name: &str,
+    proxy: &Proxy,
     dir: &HostDir,
-    workers: usize,
     ip: IpAddr,
     upstream: Option<SocketAddr>,
 ) -> anyhow::Result<(Running, SocketAddr)> {
+    let Proxy {
+        name,
+        workers,
+        ref cpus,
+    } = *proxy;
     let prefix = &dir.path;
     let conf = format!("{prefix}/nginx.conf");
     let program = host.nginx_program()?;
@@ -57,19 +70,21 @@ pub fn start(
         host.write_file(&conf, config.as_bytes())?;
         host.write_file(&format!("{prefix}/tmp/.keep"), b"")?;
         host.write_file(&format!("{prefix}/logs/.keep"), b"")?;
-        let argv: Vec<String> = [
-            program.as_str(),
-            "-p",
-            prefix,
-            "-c",
-            &conf,
-            "-e",
-            "stderr",
-            "-g",
-            "daemon off;",
-        ]
-        .map(String::from)
-        .to_vec();
+        let mut argv = taskset(cpus);
+        argv.extend(
+            [
+                program.as_str(),
+                "-p",
+                prefix,
+                "-c",
+                &conf,
+                "-e",
+                "stderr",
+                "-g",
+                "daemon off;",
+            ]
+            .map(String::from),
+        );
         let mut proc_ = host.spawn(Launch {
             name: "nginx",
             argv,
