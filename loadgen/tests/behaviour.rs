@@ -59,6 +59,37 @@ fn ok_total_equals_what_the_server_answered() {
 }
 
 #[test]
+fn every_interval_counts_only_its_own_responses() {
+    // The workers' statistics are emptied and reused from one interval to
+    // the next: each interval's histogram must hold its own responses and
+    // no earlier ones, with one worker (its snapshot is the interval) and
+    // with two (merged).
+    for threads in ["1", "2"] {
+        let server = TestServer::start(Behaviour::Ok);
+        let (s, intervals) = run(&[
+            "--rate",
+            "2000",
+            "-d",
+            "1s",
+            "-c",
+            "4",
+            "-t",
+            threads,
+            "--interval",
+            "100ms",
+            &server.url(),
+        ]);
+        assert!(intervals.len() >= 8, "{} intervals", intervals.len());
+        for i in &intervals {
+            let h = loadgen::histlog::decode(i.histogram.as_deref().unwrap()).unwrap();
+            assert_eq!(h.len(), i.ok, "threads {threads}, interval {}", i.index);
+        }
+        assert_eq!(intervals.iter().map(|i| i.ok).sum::<u64>(), s.ok);
+        assert_eq!(s.ok, server.answered(), "threads {threads}");
+    }
+}
+
+#[test]
 fn non_2xx_is_not_throughput() {
     let server = TestServer::start(Behaviour::Status(500));
     let (s, _) = run(&["-n", "300", "-c", "4", &server.url()]);
