@@ -60,7 +60,7 @@ pub struct WorkerSpec {
     pub stop: Arc<AtomicBool>,
     pub tx: Sender<Snapshot>,
     /// Emptied statistics the collector hands back, to take the next
-    /// interval's place without allocating (see [`Worker::snapshot`]).
+    /// interval's place without allocating (see `Worker::snapshot`).
     pub spare: Receiver<Stats>,
 }
 
