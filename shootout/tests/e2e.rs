@@ -539,8 +539,27 @@ fn paired_design_runs_both_stacks_at_once_and_leaves_nothing() {
                 assert_eq!(b[format!("{side}_server_exit")], 0, "{b}");
                 assert_eq!(b[format!("{side}_loadgen_exit")], 0, "{b}");
                 assert_eq!(b[format!("{side}_counter")]["ok"], true, "{b}");
+                // Every process's CPUs, read from /proc, are the file's.
+                let read = b[format!("{side}_cpus")].as_array().unwrap();
+                let mut seen: Vec<&str> = Vec::new();
+                for p in read {
+                    let name = p["process"].as_str().unwrap();
+                    let want = if name == "loadgen" { "0" } else { "1" };
+                    assert_eq!(p["wanted"], want, "{p}");
+                    assert_eq!(p["read"], serde_json::json!([want]), "{p}");
+                    assert!(p["threads"].as_u64().unwrap() >= 1, "{p}");
+                    seen.push(name);
+                }
+                let nginx = c["row"] == "ntex-nginx-netns" && side == "row";
+                let want: &[&str] = if nginx {
+                    &["server", "nginx", "loadgen"]
+                } else {
+                    &["server", "loadgen"]
+                };
+                assert_eq!(seen, want, "{b}");
             }
         }
+        assert_eq!(c["placement"], "pinned", "{c}");
     }
     // Both stacks were loaded at once: in every block both servers' CPU
     // time grew over the same measured intervals, and both loadgens'
@@ -796,6 +815,40 @@ fn paired_file_with_an_unknown_baseline_is_refused_with_file_and_line() {
     assert!(
         err.contains("bad.toml:2: baseline \"nope\" is not a scenario name"),
         "{err}"
+    );
+}
+
+#[test]
+fn paired_file_with_an_unpinned_process_is_refused_unless_it_says_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("free.toml");
+    let text = "design = \"paired\"\nbaseline = \"a\"\n[defaults]\nserver_cpus = \"1\"\nloadgen_cpus = \"0\"\n\
+                [[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\n\
+                proxy = \"proxy\"\nnginx_cpus = \"0-1\"\n[[scenario]]\nname = \"c\"\nserver = \"actix\"\nserver_cpus = \"0\"\n";
+    // nginx on both CPUs is a placement too; only an unset one is refused.
+    std::fs::write(&file, text).unwrap();
+    let out = shootout(&["list"]).arg(&file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&file, text.replace("server_cpus = \"1\"\n", "")).unwrap();
+    let out = shootout(&["run"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("free.toml:6: scenario \"a\": its server would run where the scheduler puts them; set server_cpus or say placement = \"free\""),
+        "{err}"
+    );
+    let free = text.replace("server_cpus = \"1\"\n", "placement = \"free\"\n");
+    std::fs::write(&file, free).unwrap();
+    let out = shootout(&["list"]).arg(&file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 

@@ -39,8 +39,13 @@ impl Run {
     /// `shootout run` of [`SCENARIO`] into `out`, in its own process group
     /// (as a shell's job: SIGINT to the group is a terminal's Ctrl-C).
     fn start(dir: &Path, out: &Path, hold_at: &str) -> Run {
-        let file = dir.join("stages.toml");
-        std::fs::write(&file, SCENARIO).unwrap();
+        Run::of(dir, "stages.toml", SCENARIO, out, hold_at)
+    }
+
+    /// `shootout run` of scenario `text` (as `dir/name`) into `out`.
+    fn of(dir: &Path, name: &str, text: &str, out: &Path, hold_at: &str) -> Run {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_shootout"))
             .args(["run", "--build-profile", "dev", "--out"])
             .arg(out)
@@ -226,6 +231,52 @@ fn sigint_at_each_stage_leaves_nothing_running_and_no_half_file() {
             }
         }
     }
+}
+
+/// A paired row whose server is moved off its CPUs once it is up: the
+/// runner reads every thread's CPUs back, refuses the block (no raw file
+/// under its final name), says why, and leaves nothing running.
+#[test]
+fn a_block_whose_server_left_its_cpus_is_not_recorded() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let text = "design = \"paired\"\nbaseline = \"a\"\n[paired]\nblock = \"2s\"\nsettle = \"1s\"\nblocks = 4\n\
+                [defaults]\nserver_cpus = \"1\"\nloadgen_cpus = \"0\"\nconnections = 4\nworkers = 1\n\
+                [[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut run = Run::of(dir.path(), "moved.toml", text, &out, "verify");
+    let pid = run.child.id();
+    run.wait_held("verify");
+    // The first stack is up: move every thread of the runner's children
+    // (the server's session) to CPU 0.
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+    assert!(!children.trim().is_empty(), "no server started");
+    for child in children.split_whitespace() {
+        let ok = Command::new("taskset")
+            .args(["-a", "-p", "-c", "0", child])
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    run.signal(libc::SIGUSR1);
+    let (code, stderr) = run.finish();
+    assert_ne!(code, Some(0), "{stderr:#?}");
+    let runs = runs(&out);
+    assert_eq!(runs.len(), 1);
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(runs[0].join("meta.json")).unwrap()).unwrap();
+    let error = meta["paired"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("the server runs on CPUs 0 where the scenario says 1: not recorded"),
+        "{meta}"
+    );
+    let raw: Vec<PathBuf> = files(&runs[0])
+        .into_iter()
+        .filter(|f| f.to_string_lossy().ends_with(".jsonl"))
+        .collect();
+    assert!(raw.is_empty(), "{raw:?}");
+    assert_nothing_left(&out, pid);
 }
 
 /// A tmpfs of `kib` at a new directory, unmounted on drop.

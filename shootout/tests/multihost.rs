@@ -342,6 +342,7 @@ connections = 8
 workers = 1
 server_host = "server"
 load_hosts = ["load1"]
+placement = "free"
 
 [[scenario]]
 name = "base"

@@ -62,6 +62,10 @@ pub struct RowSpec {
     /// Runs recorded before this existed have none, and get no answer
     /// lines: which of their rows was an A/A is not on record.
     pub aa: Option<bool>,
+    /// Paired tables: `"free"` where the row or what it is compared with
+    /// left a process to the scheduler (`placement = "free"`); its answer
+    /// says so. Absent: every process pinned (or a run from before).
+    pub placement: Option<String>,
 }
 
 /// A published figure to compare a row with: mean RPS and, when given, its

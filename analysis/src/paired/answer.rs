@@ -37,6 +37,10 @@ pub struct Answer {
     /// Runs the interval is over (1: over the blocks of one run).
     pub runs: usize,
     pub verdict: Verdict,
+    /// A process ran where the scheduler put it (`placement = "free"`):
+    /// the answer may measure the scheduler, and says so.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub placement_free: bool,
 }
 
 /// What a comparison decides.
@@ -106,6 +110,7 @@ pub fn answers(t: &PairedTable) -> Vec<Answer> {
                 ratio,
                 runs,
                 verdict,
+                placement_free: r.placement_free,
             })
         })
         .collect()
@@ -134,8 +139,17 @@ impl Answer {
         )
     }
 
-    /// The answer in words.
+    /// The answer in words; marked where placement was left free.
     pub fn words(&self) -> String {
+        let words = self.verdict_words();
+        if self.placement_free {
+            format!("{words} [placement free: where the scheduler put it]")
+        } else {
+            words
+        }
+    }
+
+    fn verdict_words(&self) -> String {
         match self.verdict {
             Verdict::Slower { pct } => format!("{} is {pct:.1} % slower", self.row),
             Verdict::Faster { pct } => format!("{} is {pct:.1} % faster", self.row),
@@ -235,5 +249,18 @@ mod tests {
         // Without an A/A, the interval alone decides.
         let t = table(vec![row("ntex", false, (1.05, 1.01, 1.09))]);
         assert!(matches!(answers(&t)[0].verdict, Verdict::Faster { .. }));
+    }
+
+    #[test]
+    fn an_answer_with_free_placement_says_so() {
+        let mut free = row("ntex-nginx", false, (0.5, 0.49, 0.51));
+        free.placement_free = true;
+        let t = table(vec![row("ntex", false, (0.812, 0.798, 0.826)), free]);
+        let a = answers(&t);
+        assert!(!a[0].words().contains("placement"));
+        assert_eq!(
+            a[1].words(),
+            "ntex-nginx is 50.0 % slower [placement free: where the scheduler put it]"
+        );
     }
 }

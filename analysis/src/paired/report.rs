@@ -124,6 +124,9 @@ pub struct PairedRow {
     /// An A/A row: it runs exactly what it is compared with.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub aa: bool,
+    /// A process of the row or its base ran where the scheduler put it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub placement_free: bool,
     pub blocks: u32,
     pub pairs: usize,
     /// Intervals the pairing rules left out.
@@ -266,6 +269,7 @@ pub fn row_figures(name: &str, label: &str, runs: &[(u32, Comparison)]) -> Paire
         against: None,
         against_label: None,
         aa: false,
+        placement_free: false,
         blocks: c.blocks,
         pairs: w.len(),
         dropped: c.dropped,
@@ -339,6 +343,7 @@ pub fn build(
         figures.against_label = r.against.as_deref().map(label_of);
         figures.against = r.against.clone();
         figures.aa = r.aa == Some(true);
+        figures.placement_free = r.placement.as_deref() == Some("free");
         rows.push(figures);
     }
     if rows.is_empty() {

@@ -58,6 +58,11 @@ pub struct Settings {
     pub rate: Option<Spanned<f64>>,
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
+    /// nginx's CPUs; the server's (on its host) when absent.
+    pub nginx_cpus: Option<String>,
+    /// `"free"`: some process is left to the scheduler, on purpose;
+    /// `"pinned"` (the default): every process has its CPUs.
+    pub placement: Option<Spanned<String>>,
     pub repetitions: Option<Spanned<u32>>,
     /// CPU work per request in ns (`--spin-ns`; needs the calibrate feature).
     pub spin_ns: Option<u64>,
@@ -380,6 +385,8 @@ fn row(
         rate: pick(&o.rate, &d.rate),
         server_cpus: o.server_cpus.clone().or_else(|| d.server_cpus.clone()),
         loadgen_cpus: o.loadgen_cpus.clone().or_else(|| d.loadgen_cpus.clone()),
+        nginx_cpus_key: o.nginx_cpus.clone().or_else(|| d.nginx_cpus.clone()),
+        placement_free: placement_free(o, d, err)?,
         repetitions: o
             .repetitions
             .as_ref()
@@ -403,6 +410,36 @@ fn row(
         writer_gap,
         log_style_always: false,
     })
+}
+
+/// `placement = "free"` (true) or `"pinned"` (false, the default); CPU
+/// lists are checked where they are set.
+fn placement_free(o: &Settings, d: &Settings, err: &Err) -> Result<bool, ScenarioError> {
+    let at = o.name.as_ref().map_or(0, |n| n.span().start);
+    for list in [
+        &o.server_cpus,
+        &o.loadgen_cpus,
+        &o.nginx_cpus,
+        &d.server_cpus,
+        &d.loadgen_cpus,
+        &d.nginx_cpus,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        crate::place::affinity::parse_list(list).map_err(|e| err(at, format!("{e:#}")))?;
+    }
+    match o.placement.as_ref().or(d.placement.as_ref()) {
+        None => Ok(false),
+        Some(p) => match p.get_ref().as_str() {
+            "free" => Ok(true),
+            "pinned" => Ok(false),
+            other => Err(err(
+                p.span().start,
+                format!("placement {other:?}: use \"pinned\" (the default) or \"free\""),
+            )),
+        },
+    }
 }
 
 /// `jump_scroll = false`: only where xterm draws the row's stdout (a
@@ -797,6 +834,9 @@ fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, Sc
             ))
         }
     };
+    if matches!(design, Design::Paired(_)) {
+        check_pinned(raw, scenarios, err)?;
+    }
     Ok(design)
 }
 
@@ -1107,6 +1147,29 @@ fn check_interleave(
     Ok(())
 }
 
+/// A paired row leaves no process to the scheduler unless it says
+/// `placement = "free"`: the answer would measure where the scheduler put
+/// it (nginx in front once moved the main command's answer from 0.29 to
+/// 0.48 between two machines).
+fn check_pinned(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<(), ScenarioError> {
+    for s in scenarios.iter().filter(|s| !s.placement_free) {
+        let free = s.unpinned();
+        if !free.is_empty() {
+            let keys: Vec<String> = free.iter().map(|p| format!("{p}_cpus")).collect();
+            return Err(err(
+                row_at(raw, &s.name),
+                format!(
+                    "scenario {:?}: its {} would run where the scheduler puts them; set {} or say placement = \"free\"",
+                    s.name,
+                    free.join(", "),
+                    keys.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Where row `name` is named in the file (0 when it is not).
 fn row_at(raw: &RawFile, name: &str) -> usize {
     raw.scenario
@@ -1239,26 +1302,68 @@ mod tests {
         );
     }
 
+    /// `text` with every process of its rows pinned (server on CPU 1,
+    /// loadgen on 0) in its `[defaults]`.
+    fn pinned(text: &str) -> String {
+        const CPUS: &str = "server_cpus = \"1\"\nloadgen_cpus = \"0\"\n";
+        match text.find("[defaults]\n") {
+            Some(at) => format!("{}{CPUS}{}", &text[..at + 11], &text[at + 11..]),
+            None => {
+                let at = text.find("[[scenario]]").expect("a row");
+                format!("{}[defaults]\n{CPUS}{}", &text[..at], &text[at..])
+            }
+        }
+    }
+
     #[test]
-    fn nginx_is_pinned_to_the_server_cpus_only_where_it_answers_in_their_place() {
+    fn nginx_runs_on_the_server_cpus_unless_the_row_says_otherwise() {
         let rows = "[[scenario]]\nname = \"floor\"\nserver = \"actix\"\nproxy = \"static\"\n\n\
                     [[scenario]]\nname = \"behind\"\nserver = \"ntex\"\nproxy = \"proxy\"\n\n\
+                    [[scenario]]\nname = \"own\"\nserver = \"ntex\"\nproxy = \"proxy\"\nnginx_cpus = \"0\"\n\n\
                     [[scenario]]\nname = \"direct\"\nserver = \"actix\"\n";
-        let pinned = parse_str(&format!(
-            "[defaults]\nserver_cpus = \"1\"\nloadgen_cpus = \"0\"\n\n{rows}"
-        ))
-        .unwrap();
+        let pinned = parse_str(&pinned(rows)).unwrap();
         let cpus: Vec<Option<String>> = pinned.scenarios.iter().map(|s| s.nginx_cpus()).collect();
-        assert_eq!(cpus, [Some("1".to_string()), None, None]);
+        let some = |c: &str| Some(c.to_string());
+        assert_eq!(cpus, [some("1"), some("1"), some("0"), None]);
         let free = parse_str(rows).unwrap();
-        assert!(free.scenarios.iter().all(|s| s.nginx_cpus().is_none()));
+        let cpus: Vec<Option<String>> = free.scenarios.iter().map(|s| s.nginx_cpus()).collect();
+        assert_eq!(cpus, [None, None, some("0"), None]);
+    }
+
+    #[test]
+    fn a_paired_row_with_an_unpinned_process_is_refused_unless_it_says_free() {
+        let file = |extra: &str| {
+            format!("design = \"paired\"\nbaseline = \"a\"\n[defaults]\nserver_cpus = \"1\"\nloadgen_cpus = \"0\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nproxy = \"proxy\"\n{extra}")
+        };
+        parse_str(&file("")).unwrap();
+        let e = parse_str(&file("server_cpus = \"0-1\"\nnginx_cpus = \"0\"\n"));
+        assert!(e.is_ok(), "{e:?}");
+        let no_loadgen = file("").replace("loadgen_cpus = \"0\"\n", "");
+        let e = parse_str(&no_loadgen).unwrap_err();
+        assert!(
+            e.starts_with("t.toml:6: scenario \"a\": its loadgen would run where the scheduler puts them; set loadgen_cpus or say placement = \"free\""),
+            "{e}"
+        );
+        let free =
+            parse_str(&no_loadgen.replace("[defaults]\n", "[defaults]\nplacement = \"free\"\n"))
+                .unwrap();
+        assert!(free.scenarios.iter().all(|s| s.placement_free));
+        let e = parse_str(&file("placement = \"loose\"\n")).unwrap_err();
+        assert!(
+            e.starts_with("t.toml:13: placement \"loose\": use \"pinned\""),
+            "{e}"
+        );
+        let e = parse_str(&file("nginx_cpus = \"one\"\n")).unwrap_err();
+        assert!(e.contains("\"one\" is not a CPU list"), "{e}");
+        // Sequential rows may leave processes free (their answers say so).
+        parse_str("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n").unwrap();
     }
 
     #[test]
     fn paired_design_and_its_settings() {
-        let f = parse_str(
+        let f = parse_str(&pinned(
             "design = \"paired\"\nbaseline = \"a\"\n[paired]\nblock = \"5s\"\nblocks = 6\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"actix\"\n",
-        )
+        ))
         .unwrap();
         let Design::Paired(p) = f.design else {
             panic!("not paired")
@@ -1268,9 +1373,9 @@ mod tests {
         assert_eq!(p.settle, PairedSettings::default().settle);
         assert_eq!(p.schedule, Schedule::Interleave);
         assert_eq!(p.turn, Duration::from_millis(200));
-        let alt = parse_str(
+        let alt = parse_str(&pinned(
             "design = \"paired\"\nbaseline = \"a\"\n[paired]\nschedule = \"alternate\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n",
-        )
+        ))
         .unwrap();
         assert!(matches!(alt.design, Design::Paired(p) if p.schedule == Schedule::Alternate));
         assert_eq!(
@@ -1284,7 +1389,7 @@ mod tests {
     #[test]
     fn a_comparison_plans_its_blocks_and_never_stops_on_its_interval() {
         let file = |paired: &str| {
-            format!("design = \"paired\"\nbaseline = \"a\"\n[paired]\n{paired}\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n")
+            pinned(&format!("design = \"paired\"\nbaseline = \"a\"\n[paired]\n{paired}\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n"))
         };
         for bad in ["blocks = 3", "blocks = 2", "blocks = 0"] {
             let e = parse_str(&file(bad)).unwrap_err();
@@ -1335,7 +1440,7 @@ mod tests {
 
     #[test]
     fn paired_rows_name_what_they_are_compared_with_and_a_same_setup_row_is_an_aa() {
-        let f = parse_str("design = \"paired\"\nbaseline = \"actix\"\n[defaults]\nconnections = 8\n[[scenario]]\nname = \"actix\"\nserver = \"actix\"\n[[scenario]]\nname = \"ntex\"\nserver = \"ntex\"\n[[scenario]]\nname = \"ntex-nginx\"\nserver = \"ntex\"\nproxy = \"proxy\"\nagainst = \"ntex\"\n[[scenario]]\nname = \"aa\"\nlabel = \"A/A\"\nserver = \"actix\"\n")
+        let f = parse_str(&pinned("design = \"paired\"\nbaseline = \"actix\"\n[defaults]\nconnections = 8\n[[scenario]]\nname = \"actix\"\nserver = \"actix\"\n[[scenario]]\nname = \"ntex\"\nserver = \"ntex\"\n[[scenario]]\nname = \"ntex-nginx\"\nserver = \"ntex\"\nproxy = \"proxy\"\nagainst = \"ntex\"\n[[scenario]]\nname = \"aa\"\nlabel = \"A/A\"\nserver = \"actix\"\n"))
             .unwrap();
         let [actix, ntex, nginx, aa] = &f.scenarios[..] else {
             panic!("{:?}", f.scenarios)
@@ -1355,7 +1460,7 @@ mod tests {
 
     #[test]
     fn slow_clients_make_a_row_that_is_not_an_aa() {
-        let f = parse_str("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nslow_clients = 1000\n[[scenario]]\nname = \"c\"\nserver = \"ntex\"\nslow_clients = 5\nslow_every = \"250ms\"\n")
+        let f = parse_str(&pinned("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nslow_clients = 1000\n[[scenario]]\nname = \"c\"\nserver = \"ntex\"\nslow_clients = 5\nslow_every = \"250ms\"\n"))
             .unwrap();
         let [a, b, c] = &f.scenarios[..] else {
             panic!("{:?}", f.scenarios)

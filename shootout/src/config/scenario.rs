@@ -250,6 +250,12 @@ pub struct Scenario {
     pub rate: Option<f64>,
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
+    /// `nginx_cpus`: where nginx runs when not where [`Scenario::nginx_cpus`]
+    /// puts it by default.
+    pub nginx_cpus_key: Option<String>,
+    /// `placement = "free"`: the row leaves some process to the scheduler,
+    /// and says so (every table and answer line marks it).
+    pub placement_free: bool,
     pub repetitions: u32,
     pub spin_ns: Option<u64>,
     pub client_timeout: Option<u16>,
@@ -328,14 +334,38 @@ impl Scenario {
         self.build_variant().name()
     }
 
-    /// The CPUs nginx is pinned to: the server's for the static ceiling
-    /// row (`proxy = "static"`), where nginx answers in the server's place,
-    /// so that the harness's floor is measured at the servers' placement;
-    /// none (the scheduler's choice) for nginx in front of a server.
+    /// The CPUs nginx is pinned to: `nginx_cpus` when the row sets it,
+    /// else the server's when nginx runs on the server's host (so the
+    /// server side pays for its proxy, and the static ceiling row answers
+    /// in the server's place); none when nginx has a host of its own.
     pub fn nginx_cpus(&self) -> Option<String> {
-        match self.proxy.as_deref() {
-            Some("static") => self.server_cpus.clone(),
-            _ => None,
+        if self.nginx_cpus_key.is_some() {
+            return self.nginx_cpus_key.clone();
         }
+        self.proxy.as_ref()?;
+        let own_host = self
+            .hosts
+            .as_ref()
+            .and_then(|h| h.proxy.as_ref().filter(|p| **p != h.server));
+        match own_host {
+            None => self.server_cpus.clone(),
+            Some(_) => None,
+        }
+    }
+
+    /// The row's processes that run where the scheduler puts them
+    /// (`server`, `nginx`, `loadgen`): none on a fully placed row.
+    pub fn unpinned(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.server_cpus.is_none() {
+            out.push("server");
+        }
+        if self.proxy.is_some() && self.nginx_cpus().is_none() {
+            out.push("nginx");
+        }
+        if self.loadgen_cpus.is_none() {
+            out.push("loadgen");
+        }
+        out
     }
 }

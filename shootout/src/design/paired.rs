@@ -43,6 +43,7 @@ use crate::config::scenario::{PairedSettings, Scenario, Schedule};
 use crate::design::{each, Prepared, RunOutcome};
 use crate::measure::cpu::CpuProbe;
 use crate::measure::load::{self, Timing};
+use crate::place::affinity::ReadCpus;
 use crate::place::placement::Placement;
 use crate::place::running::{Boundaries, Running};
 use crate::record::comparison::{BlockRecord, ComparisonRecord, SideFacts};
@@ -276,6 +277,8 @@ struct Side<'a> {
     log: PathBuf,
     /// Its slow clients (`slow_clients` rows), while they run.
     slow: Option<Running>,
+    /// Its loadgen's CPUs as read once the load started.
+    loadgen_cpus: Option<ReadCpus>,
 }
 
 impl<'a> Side<'a> {
@@ -296,6 +299,7 @@ impl<'a> Side<'a> {
             loadgen: None,
             log: pair.dir.join(format!("{stem}.{}.jsonl", role.name())),
             slow: None,
+            loadgen_cpus: None,
         })
     }
 
@@ -313,6 +317,13 @@ impl<'a> Side<'a> {
         facts.startup_line = Some(stack.startup_line.clone());
         facts.terminal = stack.terminal.clone();
         let verified = stack.verify(self.place.client())?;
+        // Where its processes run, read once they are up and answering.
+        facts.cpus = stack.read_cpus(self.scenario)?;
+        let placed = facts.cpus.iter().try_for_each(ReadCpus::check);
+        if let Err(e) = placed {
+            let _ = stack.stop();
+            return Err(e.context(format!("the {role} stack")));
+        }
         if ctx.run.stopping() {
             let _ = stack.stop();
             return Err(Interrupted.into());
@@ -326,6 +337,7 @@ impl<'a> Side<'a> {
     /// stops the stack.
     fn finish(&mut self, facts: &mut SideFacts) -> anyhow::Result<()> {
         let role = self.role.name();
+        facts.cpus.extend(self.loadgen_cpus.take());
         let status = self.loadgen.as_mut().and_then(Running::try_wait);
         let code = status.and_then(|st| st.code());
         facts.loadgen_exit = code;
@@ -561,6 +573,13 @@ fn load_and_sample(
         for p in &mut probes {
             p.at(k);
         }
+        if k == 0 {
+            // In the settle, which is left out: where each loadgen runs.
+            if let Err(e) = read_loadgen_cpus(sides, active) {
+                stop_all(sides);
+                return Err(e);
+            }
+        }
         times.push(
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -595,6 +614,21 @@ fn load_and_sample(
         .zip(times)
         .map(|(k, unix_ms)| (k, unix_ms, [first[k as usize], second[k as usize]]))
         .collect())
+}
+
+/// Reads where the `active` sides' loadgens run and checks it against
+/// their scenarios' `loadgen_cpus`.
+fn read_loadgen_cpus(sides: &mut [Side; 2], active: &[usize]) -> anyhow::Result<()> {
+    for &i in active {
+        let s = &mut sides[i];
+        let wanted = s.scenario.loadgen_cpus.as_deref();
+        let l = s.loadgen.as_ref().context("no loadgen")?;
+        let read = l.read_cpus("loadgen", wanted)?;
+        read.check()
+            .with_context(|| format!("the {} side", s.role.name()))?;
+        s.loadgen_cpus = Some(read);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

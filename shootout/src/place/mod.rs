@@ -3,6 +3,7 @@
 //! hosts over ssh); every difference between host kinds after that is a
 //! method of [`host::Host`] or [`running::Running`].
 
+pub mod affinity;
 pub mod connect;
 pub mod exchange;
 pub mod host;

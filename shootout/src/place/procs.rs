@@ -227,7 +227,7 @@ pub fn resident_kib(pid: i32) -> Option<(u64, Option<u64>)> {
 
 /// The processes of group `pgid`, each with the fields of its
 /// `/proc/PID/stat` after the command name (field 0 is the state).
-fn group(pgid: i32) -> Option<Vec<(i32, Vec<String>)>> {
+pub(crate) fn group(pgid: i32) -> Option<Vec<(i32, Vec<String>)>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Some(pid) = entry

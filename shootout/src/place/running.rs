@@ -75,6 +75,22 @@ impl Running {
         }
     }
 
+    /// The CPUs every thread of it and its children may run on, read from
+    /// its host's /proc, as process `name` that the scenario puts on
+    /// `wanted`.
+    pub fn read_cpus(
+        &self,
+        name: &str,
+        wanted: Option<&str>,
+    ) -> anyhow::Result<crate::place::affinity::ReadCpus> {
+        use crate::place::affinity::{from_lines, group_lines_here, remote_script};
+        let lines = match self {
+            Running::Here(p, _) => group_lines_here(p.pid()),
+            Running::There(r) => r.session().run(&remote_script(r.pid))?,
+        };
+        Ok(from_lines(name, wanted, &lines))
+    }
+
     /// Its stderr, as it comes.
     pub fn stderr(&self) -> &StderrLines {
         match self {

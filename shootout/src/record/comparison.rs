@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::check::counter::CounterCheck;
 use crate::config::scenario::{PairedSettings, Scenario};
+use crate::place::affinity::ReadCpus;
 
 /// One block, as meta.json keeps it.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -33,6 +34,13 @@ pub struct BlockRecord {
     pub row_link: Option<crate::place::ssh_terminal::LinkStats>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_link: Option<crate::place::ssh_terminal::LinkStats>,
+    /// Where each side's processes ran: every thread's CPUs as read from
+    /// its host's /proc (server and nginx once started, loadgen once the
+    /// load began), beside the CPUs the scenario gives each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub row_cpus: Vec<ReadCpus>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub base_cpus: Vec<ReadCpus>,
     pub seconds: f64,
     pub error: Option<String>,
 }
@@ -46,6 +54,14 @@ pub struct ComparisonRecord {
     pub base_variant: String,
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
+    /// nginx's CPUs on the row and the base, where they have nginx.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row_nginx_cpus: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_nginx_cpus: Option<String>,
+    /// `pinned`, or `free` where a side leaves a process to the scheduler
+    /// (`placement = "free"`): its answer is marked so.
+    pub placement: String,
     pub settings: String,
     pub blocks: Vec<BlockRecord>,
     pub pairs: usize,
@@ -144,6 +160,7 @@ pub struct SideFacts {
     pub server_exit: Option<i32>,
     pub slow: Option<loadgen::SlowRecord>,
     pub link: Option<crate::place::ssh_terminal::LinkStats>,
+    pub cpus: Vec<ReadCpus>,
 }
 
 impl BlockRecord {
@@ -173,6 +190,8 @@ impl BlockRecord {
             base_slow: base.slow,
             row_link: row.link,
             base_link: base.link,
+            row_cpus: row.cpus,
+            base_cpus: base.cpus,
             seconds,
             error,
         }
@@ -189,6 +208,14 @@ impl ComparisonRecord {
             base_variant: base.variant(),
             server_cpus: row.server_cpus.clone(),
             loadgen_cpus: row.loadgen_cpus.clone(),
+            row_nginx_cpus: row.nginx_cpus(),
+            base_nginx_cpus: base.nginx_cpus(),
+            placement: if row.placement_free || base.placement_free {
+                "free"
+            } else {
+                "pinned"
+            }
+            .into(),
             settings: format!(
                 "{}, {} runs of {} blocks of {}, settle {}, seed {}",
                 p.schedule_text(),

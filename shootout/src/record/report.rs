@@ -112,6 +112,9 @@ pub(crate) fn write_table_toml(
                         None => s.same_setup(b),
                     };
                     r.insert("aa".into(), aa.into());
+                    if s.placement_free || b.placement_free {
+                        r.insert("placement".into(), "free".into());
+                    }
                 }
             }
             if let Some(o) = s.original {

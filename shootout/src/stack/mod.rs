@@ -20,6 +20,7 @@ use anyhow::{bail, Context};
 
 use crate::check::verify::{self, Verified};
 use crate::config::scenario::{Request, Scenario};
+use crate::place::affinity::ReadCpus;
 use crate::place::host::{Host, HostDir};
 use crate::place::placement::Placement;
 use crate::place::procs::Usage;
@@ -210,6 +211,16 @@ impl Stack {
             readers.push(n.cpu_reader(b, scratch)?);
         }
         Ok(readers)
+    }
+
+    /// The CPUs the server's and nginx's threads may run on, read from
+    /// their hosts' /proc, each against the CPUs the scenario `s` gives it.
+    pub fn read_cpus(&self, s: &Scenario) -> anyhow::Result<Vec<ReadCpus>> {
+        let mut out = vec![self.server.read_cpus(s.server_cpus.as_deref())?];
+        if let Some(n) = &self.nginx {
+            out.push(n.read_cpus("nginx", s.nginx_cpus().as_deref())?);
+        }
+        Ok(out)
     }
 
     /// The server's resident and proportional set size in KiB, from its

@@ -14,6 +14,7 @@ use anyhow::{bail, Context};
 
 use crate::config::scenario::Scenario;
 use crate::measure::load::taskset;
+use crate::place::affinity::{self, ReadCpus};
 use crate::place::procs::{self, StderrLines, Usage};
 use crate::place::running::{Boundaries, CpuReader, Running};
 use crate::stack::emulator::Emulator;
@@ -79,6 +80,17 @@ impl ServerProc {
             ServerProc::InTerminal(x, _) => Ok(CpuReader::of_group_here(x.server_pid)),
             ServerProc::OverSsh(o) => o.cpu_reader(b, scratch),
         }
+    }
+
+    /// The CPUs every thread of the server (its process group here, it
+    /// and its children on a remote host) may run on, as read.
+    pub(crate) fn read_cpus(&self, wanted: Option<&str>) -> anyhow::Result<ReadCpus> {
+        let lines = match self {
+            ServerProc::Started(p) => return p.read_cpus("server", wanted),
+            ServerProc::InTerminal(x, _) => affinity::group_lines_here(x.server_pid),
+            ServerProc::OverSsh(o) => o.ssh().run(&affinity::remote_script(o.pid()))?,
+        };
+        Ok(affinity::from_lines("server", wanted, &lines))
     }
 
     pub(crate) fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {

@@ -231,6 +231,15 @@ impl OverSsh {
         CpuReader::there(&self.ssh, self.pid, b, scratch)
     }
 
+    /// The session the server runs in, and its pid on its host.
+    pub(crate) fn ssh(&self) -> &Session {
+        &self.ssh
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
     pub(crate) fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
         remote::resident_kib_of(&self.ssh, self.pid)
     }

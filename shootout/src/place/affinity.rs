@@ -1,0 +1,185 @@
+//! Where a row's processes may run, read back from their hosts' /proc
+//! (`Cpus_allowed_list` of every thread of every process of a group), and
+//! checked against what the scenario says: a block whose processes are not
+//! where the scenario puts them is not recorded.
+
+use std::collections::BTreeSet;
+
+use anyhow::{bail, Context};
+use serde::Serialize;
+
+/// One process role's CPUs as read: every distinct `Cpus_allowed_list` of
+/// its threads, and how many processes and threads were read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReadCpus {
+    /// `server`, `nginx`, `loadgen`.
+    pub process: String,
+    /// What the scenario asks for (`server_cpus`...); none: the scheduler's.
+    pub wanted: Option<String>,
+    /// The distinct CPU lists its threads may run on (one when all agree).
+    pub read: Vec<String>,
+    pub processes: usize,
+    pub threads: usize,
+}
+
+/// The CPUs a list such as `0-1,3` names; an error on anything else.
+pub fn parse_list(list: &str) -> anyhow::Result<BTreeSet<u32>> {
+    let mut set = BTreeSet::new();
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        let num = |s: &str| {
+            s.trim()
+                .parse::<u32>()
+                .with_context(|| format!("{list:?} is not a CPU list (such as 0-1,3)"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b {
+                    bail!("{list:?}: the range {part} runs backwards");
+                }
+                set.extend(a..=b);
+            }
+            None => {
+                set.insert(num(part)?);
+            }
+        }
+    }
+    if set.is_empty() {
+        bail!("{list:?} names no CPU");
+    }
+    Ok(set)
+}
+
+/// The shell lines that print `PID TID CPULIST` for every thread of every
+/// process in group `pgid` (on a remote host: its process and children,
+/// where `pgid` is the process's own pid).
+pub fn remote_script(pid: u32) -> String {
+    format!(
+        "for p in {pid} $(pgrep -P {pid}); do for t in /proc/$p/task/*; do \
+         echo \"$p ${{t##*/}} $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' $t/status 2>/dev/null)\"; \
+         done; done"
+    )
+}
+
+/// `PID TID CPULIST` lines (here or from [`remote_script`]) summed up as
+/// process `name`'s record; threads that ended meanwhile (no list) are
+/// left out.
+pub fn from_lines(name: &str, wanted: Option<&str>, text: &str) -> ReadCpus {
+    let mut pids = BTreeSet::new();
+    let mut lists = BTreeSet::new();
+    let mut threads = 0;
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(pid), Some(_tid), Some(list)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        pids.insert(pid.to_owned());
+        lists.insert(list.to_owned());
+        threads += 1;
+    }
+    ReadCpus {
+        process: name.into(),
+        wanted: wanted.map(str::to_owned),
+        read: lists.into_iter().collect(),
+        processes: pids.len(),
+        threads,
+    }
+}
+
+/// Every thread of every process in group `pgid` on this machine, as
+/// `PID TID CPULIST` lines.
+pub fn group_lines_here(pgid: i32) -> String {
+    let mut out = String::new();
+    for (pid, _) in crate::place::procs::group(pgid).unwrap_or_default() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
+                continue;
+            };
+            if let Some(list) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            {
+                let tid = task.file_name().to_string_lossy().into_owned();
+                out += &format!("{pid} {tid} {}\n", list.trim());
+            }
+        }
+    }
+    out
+}
+
+impl ReadCpus {
+    /// An error when nothing was read, or when a thread may run on a CPU
+    /// set other than the one the scenario asks for.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.threads == 0 {
+            bail!(
+                "the {}'s CPUs could not be read: no thread found",
+                self.process
+            );
+        }
+        let Some(wanted) = &self.wanted else {
+            return Ok(());
+        };
+        let want = parse_list(wanted)?;
+        for list in &self.read {
+            if parse_list(list)? != want {
+                bail!(
+                    "the {} runs on CPUs {} where the scenario says {wanted}: not recorded",
+                    self.process,
+                    self.read.join(" and ")
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_parse_and_bad_ones_are_refused() {
+        assert_eq!(parse_list("0-2,5").unwrap(), [0, 1, 2, 5].into());
+        assert_eq!(parse_list("1").unwrap(), [1].into());
+        for bad in ["", "x", "3-1", "1-"] {
+            assert!(parse_list(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_thread_off_its_cpus_fails_the_check() {
+        let ok = from_lines("server", Some("1"), "10 10 1\n10 11 1\n");
+        assert_eq!(
+            (ok.processes, ok.threads, ok.read.clone()),
+            (1, 2, vec!["1".into()])
+        );
+        ok.check().unwrap();
+        let off = from_lines("nginx", Some("1"), "20 20 1\n21 21 0-1\n");
+        let e = off.check().unwrap_err().to_string();
+        assert!(e.contains("nginx runs on CPUs 0-1 and 1"), "{e}");
+        let free = from_lines("nginx", None, "20 20 0-1\n");
+        free.check().unwrap();
+        assert!(from_lines("loadgen", Some("0"), "").check().is_err());
+    }
+
+    #[test]
+    fn this_process_reads_its_own_cpus() {
+        let me = std::process::id() as i32;
+        // The test's own group may hold other processes; its own pid is in it.
+        let pgid = unsafe { libc::getpgid(0) };
+        let lines = group_lines_here(pgid);
+        assert!(
+            lines.lines().any(|l| l.starts_with(&format!("{me} "))),
+            "{lines}"
+        );
+        let r = from_lines("test", None, &lines);
+        assert!(r.threads >= 1);
+        for list in &r.read {
+            parse_list(list).unwrap();
+        }
+    }
+}
