@@ -6,6 +6,7 @@ pub mod coverage;
 pub mod digest;
 pub mod export;
 pub mod files;
+pub mod history;
 pub mod input;
 pub mod latency;
 pub mod memory;

@@ -57,6 +57,10 @@ pub struct Source {
     /// rendered outputs at its top (README.md, summary.json, index.html,
     /// the charts), so that rendering twice gives the same page.
     pub files: Vec<String>,
+    /// The comparisons of this run in `../history.json` (when the run sits
+    /// in a results directory that keeps one), each with its sittings up
+    /// to this run's date, so that a later run leaves this page as it is.
+    pub history: Vec<crate::history::Comparison>,
 }
 
 impl Source {
@@ -86,14 +90,38 @@ impl Source {
             }
         }
         files.sort();
+        let run = dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         Source {
-            run: dir
-                .file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            history: dir
+                .parent()
+                .map(|d| history_of(d, &run))
+                .unwrap_or_default(),
+            run,
             meta,
             files,
         }
     }
+}
+
+/// The comparisons of run `run` in `results/history.json`, each with its
+/// sittings up to that run's.
+fn history_of(results: &std::path::Path, run: &str) -> Vec<crate::history::Comparison> {
+    let Some(h) = std::fs::read(results.join("history.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<crate::history::History>(&b).ok())
+    else {
+        return Vec::new();
+    };
+    h.comparisons
+        .into_iter()
+        .filter_map(|mut c| {
+            let date = c.sittings.iter().find(|s| s.run == run)?.date.clone();
+            c.sittings.retain(|s| s.date <= date);
+            Some(c)
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize)]

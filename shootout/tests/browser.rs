@@ -83,6 +83,10 @@ const PROBE: &str = r#"JSON.stringify({
   svgs: [...document.querySelectorAll('svg')].map(s => {
     const r = s.getBoundingClientRect(); return [r.width, r.height];
   }),
+  forests: [...document.querySelectorAll('svg.forest')].map(s => {
+    const r = s.getBoundingClientRect();
+    return [s.id, s.querySelectorAll('circle').length, r.width, r.height];
+  }),
   answers: [...document.querySelectorAll('table.answers tbody tr')]
     .map(tr => [...tr.cells].map(td => td.textContent.trim())),
   comparisons: [...document.querySelectorAll('table.comparisons tbody tr')]
@@ -220,6 +224,13 @@ fn check_figures(dir: &Path, probe: &serde_json::Value) {
 #[test]
 fn every_kind_of_run_report_opens_cleanly_in_chromium_at_phone_and_desktop_width() {
     let tmp = tempfile::tempdir().unwrap();
+    // The history beside the runs, as in results/: the quick page draws
+    // its comparisons' earlier sittings from it.
+    std::fs::copy(
+        root().join("results/history.json"),
+        tmp.path().join("history.json"),
+    )
+    .unwrap();
     let kinds = ["quick", "frameworks", "memory", "profiles"];
     let mut dirs = Vec::new();
     for kind in kinds {
@@ -278,6 +289,22 @@ fn every_kind_of_run_report_opens_cleanly_in_chromium_at_phone_and_desktop_width
             }
             if *kind != "profiles" {
                 check_figures(dir, &probe);
+            }
+            // The main command's page: its answers as a forest plot, and the
+            // same comparisons in every sitting up to it, each drawn whole.
+            if *kind == "quick" {
+                let forests = probe["forests"].as_array().unwrap();
+                let ids: Vec<&str> = forests.iter().map(|f| f[0].as_str().unwrap()).collect();
+                assert_eq!(ids, ["forest-run", "forest-history"], "{at}");
+                let answers = probe["answers"].as_array().unwrap().len() as u64;
+                assert_eq!(forests[0][1].as_u64(), Some(answers), "{at}");
+                assert!(
+                    forests[1][1].as_u64().unwrap() > answers,
+                    "{at}: {forests:?}"
+                );
+                for f in forests {
+                    assert!(f[2].as_f64().unwrap() > 300.0, "{at}: {f}");
+                }
             }
             if let (Ok(path), "quick", 1280) = (std::env::var("SHOOTOUT_SCREENSHOT"), *kind, width)
             {

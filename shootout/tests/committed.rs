@@ -119,3 +119,78 @@ fn committed_sink_laws_match_their_runs() {
     }
     assert!(checked >= 1, "no committed sink law found");
 }
+
+/// `results/history.json` is what every committed paired run gives, and
+/// the main command's comparisons are in it with every sitting.
+#[test]
+fn committed_history_is_what_the_runs_give() {
+    let root = results().join("..");
+    let fresh = shootout::record::history::gather(&results(), &root).unwrap();
+    assert!(
+        std::fs::read(results().join("history.json")).unwrap()
+            == analysis::history::to_json(&fresh).unwrap(),
+        "results/history.json is stale: run `shootout history --write`"
+    );
+    let quick: Vec<_> = fresh
+        .comparisons
+        .iter()
+        .filter(|c| c.identity.file == "scenarios/quick.toml")
+        .collect();
+    for row in ["ntex", "ntex-nginx", "ntex-netns", "aa"] {
+        assert!(
+            quick.iter().any(|c| c.identity.row == row),
+            "no quick.toml comparison {row} in the history"
+        );
+    }
+    // Every sitting's interval holds its ratio, and its standard error is
+    // what its interval and degrees of freedom give.
+    for c in &fresh.comparisons {
+        for s in &c.sittings {
+            assert!(
+                s.lo <= s.ratio && s.ratio <= s.hi,
+                "{}: {s:?}",
+                c.identity.row
+            );
+            assert!(s.se_log >= 0.0 && s.df >= 1.0, "{}: {s:?}", c.identity.row);
+        }
+    }
+}
+
+/// `shootout history NAME` prints each of the main command's comparisons
+/// by sitting; an unknown name is one line and exit 2.
+#[test]
+fn history_prints_a_comparison_by_sitting_and_refuses_an_unknown_name() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_shootout"))
+            .arg("history")
+            .args(args)
+            .arg("--results")
+            .arg(results())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["ntex/actix"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("ntex/actix  [scenarios/quick.toml]"),
+        "{text}"
+    );
+    assert!(text.contains("sittings that agree: "), "{text}");
+    let out = run(&["no-such-row"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no comparison named \"no-such-row\""), "{err}");
+    let out = run(&["A/A", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["identity"]["aa"] == true));
+}

@@ -33,7 +33,7 @@ pub fn page(report: &Report, readme: &str, charts: &[(String, Vec<u8>)]) -> Stri
     );
     let _ = writeln!(out, "{}</header>", machine_line(src));
     for t in &report.paired {
-        paired_section(&mut out, t);
+        paired_section(&mut out, t, src);
     }
     let _ = writeln!(
         out,
@@ -107,7 +107,7 @@ th{background:var(--soft)}td.num{text-align:right;white-space:nowrap}\
 .answers td{font-size:1rem}.answers .verdict{font-weight:600}\
 .slower{color:var(--slow)}.faster{color:var(--fast)}.unresolved{color:var(--none)}\
 .resolution{background:var(--soft);border-left:4px solid var(--line);padding:6px 10px}\
-figure{margin:1em 0}figure svg,img{max-width:100%;height:auto;display:block}\
+figure{margin:1em 0}figure svg,img{max-width:100%;height:auto;display:block}figure svg.forest{max-width:720px}\
 details{margin:1em 0}summary{cursor:pointer}\
 ul.files{columns:2 18em;font-size:.85rem;padding-left:1.2em}\
 @media (max-width:600px){body{font-size:15px}main{padding:10px}th,td{padding:3px 5px}table.answers,.answers tbody,.answers tr,.answers td{display:block;border:0}.answers thead{display:none}.answers tr{border:1px solid var(--line);margin:6px 0;padding:4px}.answers td.num{text-align:left}}";
@@ -162,7 +162,7 @@ fn verdict_class(v: &Verdict) -> &'static str {
     }
 }
 
-fn paired_section(out: &mut String, t: &PairedTable) {
+fn paired_section(out: &mut String, t: &PairedTable, src: &Source) {
     let _ = writeln!(
         out,
         "<section class=\"paired\" id=\"{}\"><h2>{}</h2>",
@@ -174,6 +174,12 @@ fn paired_section(out: &mut String, t: &PairedTable) {
     }
     if !t.answers.is_empty() {
         answers_table(out, &t.answers);
+        let _ = writeln!(
+            out,
+            "<figure>{}</figure>",
+            super::forest_svg::answers(&t.answers)
+        );
+        sittings_figure(out, t, src);
     }
     let _ = writeln!(out, "<h3>Each comparison</h3>");
     let _ = writeln!(
@@ -201,6 +207,30 @@ fn paired_section(out: &mut String, t: &PairedTable) {
     let _ = writeln!(out, "</tbody></table></div>");
     latency_table(out, t);
     let _ = writeln!(out, "</section>");
+}
+
+/// Each answer's comparison in every committed sitting up to this run
+/// (from `results/history.json`), where one has more than this sitting.
+fn sittings_figure(out: &mut String, t: &PairedTable, src: &Source) {
+    let ours: Vec<crate::history::Comparison> = src
+        .history
+        .iter()
+        .filter(|c| {
+            t.answers
+                .iter()
+                .any(|a| a.row == c.identity.row && a.against == c.identity.against)
+        })
+        .cloned()
+        .collect();
+    if ours.iter().all(|c| c.sittings.len() < 2) {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<figure>{}<figcaption class=\"note\">Each comparison as <code>shootout history</code> \
+         keys it (builds, schedule, placement, load); this run's sitting in bold.</figcaption></figure>",
+        super::forest_svg::sittings(&ours, &src.run)
+    );
 }
 
 fn answers_table(out: &mut String, answers: &[Answer]) {

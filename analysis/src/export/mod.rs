@@ -1,6 +1,7 @@
 //! Output formats behind one seam: each exporter turns a [`Report`] into
 //! bytes and never writes anywhere itself; the caller decides where bytes go.
 
+mod forest_svg;
 pub mod html;
 mod json;
 mod markdown;

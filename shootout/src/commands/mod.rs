@@ -3,6 +3,7 @@
 
 mod calibrate;
 mod coverage;
+mod history;
 mod hosts;
 mod list;
 mod report;
@@ -63,6 +64,10 @@ enum Cmd {
     /// 2xx/s per sink and placement, into SERVED/sinks.json, sink-law.md
     /// and sink-law.svg.
     SinkLaw(sink_law::Args),
+    /// Each comparison's answer in every committed sitting (run folder):
+    /// its identity, whether sittings agree, and the answer across them
+    /// once there are three; --write writes results/history.json.
+    History(history::Args),
     /// The writer of design = "sinks" (a server's log lines into a sink).
     #[command(hide = true)]
     SinkWriter(sink_writer::Args),
@@ -111,6 +116,7 @@ pub fn main() -> ExitCode {
         Cmd::Coverage(a) => coverage::run(a),
         Cmd::Reruns(a) => reruns::run(a),
         Cmd::SinkLaw(a) => sink_law::run(a),
+        Cmd::History(a) => history::run(a),
         Cmd::SinkWriter(a) => sink_writer::run(a),
     }
 }

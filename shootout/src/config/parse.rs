@@ -194,6 +194,9 @@ pub fn parse(path: &Path, text: &str) -> Result<ScenarioFile, ScenarioError> {
         }
     }
     let design = design(&raw, &scenarios, &err)?;
+    if matches!(design, Design::Paired(_)) {
+        check_pinned(&raw, &scenarios, &err)?;
+    }
     let name = path
         .file_stem()
         .map_or("scenarios".into(), |s| s.to_string_lossy().into_owned());
@@ -834,9 +837,6 @@ fn design(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<Design, Sc
             ))
         }
     };
-    if matches!(design, Design::Paired(_)) {
-        check_pinned(raw, scenarios, err)?;
-    }
     Ok(design)
 }
 

@@ -353,6 +353,18 @@ impl Scenario {
         }
     }
 
+    /// The load as a comparison's identity names it: `post, 256
+    /// connections, 1 thread, loopback` (a rate when the row has one).
+    pub fn load_text(&self) -> String {
+        load_text(
+            &format!("{:?}", self.request).to_lowercase(),
+            self.connections,
+            self.threads,
+            &format!("{:?}", self.topology).to_lowercase(),
+            self.rate,
+        )
+    }
+
     /// The row's processes that run where the scheduler puts them
     /// (`server`, `nginx`, `loadgen`): none on a fully placed row.
     pub fn unpinned(&self) -> Vec<&'static str> {
@@ -368,4 +380,25 @@ impl Scenario {
         }
         out
     }
+}
+
+/// [`Scenario::load_text`] from its parts (the history reads them from a
+/// past run's scenario file too).
+pub fn load_text(
+    request: &str,
+    connections: u32,
+    threads: u32,
+    topology: &str,
+    rate: Option<f64>,
+) -> String {
+    let plural = |n: u32, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let mut out = format!(
+        "{request}, {}, {}, {topology}",
+        plural(connections, "connection"),
+        plural(threads, "thread")
+    );
+    if let Some(r) = rate {
+        out += &format!(", {r}/s");
+    }
+    out
 }

@@ -241,6 +241,7 @@ fn run_in(
     meta.write(dir)?;
     if let Some(r) = report::analyse(dir)? {
         report::print_answers(&r);
+        crate::record::history::after_run(dir)?;
     }
     Ok(outcome)
 }

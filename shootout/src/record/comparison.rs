@@ -62,6 +62,8 @@ pub struct ComparisonRecord {
     /// `pinned`, or `free` where a side leaves a process to the scheduler
     /// (`placement = "free"`): its answer is marked so.
     pub placement: String,
+    /// The row's load (`post, 256 connections, 1 thread, loopback`).
+    pub load: String,
     pub settings: String,
     pub blocks: Vec<BlockRecord>,
     pub pairs: usize,
@@ -216,6 +218,7 @@ impl ComparisonRecord {
                 "pinned"
             }
             .into(),
+            load: row.load_text(),
             settings: format!(
                 "{}, {} runs of {} blocks of {}, settle {}, seed {}",
                 p.schedule_text(),

@@ -2,6 +2,7 @@
 //! run's metadata, and what the run prints and renders.
 
 pub mod comparison;
+pub mod history;
 pub mod meta;
 pub mod progress;
 pub mod report;

@@ -1,0 +1,261 @@
+//! Each comparison's history: its answer in every sitting (one invocation
+//! of the runner, one results folder), and once it has three or more, one
+//! answer across them with a between-sitting variance component.
+//!
+//! A comparison's identity is everything that makes two answers the same
+//! question: the scenario file, the row and what it is compared with, both
+//! builds, the schedule, where every process runs, and the load. Two
+//! sittings of one identity agree when their log ratios differ by at most
+//! 1.96 times the square root of the sum of their squared standard errors.
+//!
+//! Across sittings (random effects on the log ratio): the between-sitting
+//! variance tau² by DerSimonian and Laird, each sitting weighted by
+//! 1 / (se² + tau²), and the interval by Hartung, Knapp, Sidik and
+//! Jonkman (Student's t with sittings - 1 degrees of freedom, on a variance
+//! never below the weights' own), which holds its level with few sittings
+//! where the plain normal interval is too narrow.
+
+use serde::{Deserialize, Serialize};
+
+/// What makes two answers the same question.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Identity {
+    /// The scenario file, as the run names it (`scenarios/quick.toml`).
+    pub file: String,
+    pub row: String,
+    pub against: String,
+    pub aa: bool,
+    pub row_variant: String,
+    pub base_variant: String,
+    /// `interleave (200ms turns)`, `duet`...
+    pub schedule: String,
+    /// Where each process ran (`server 1, loadgen 0, nginx 1`); a process
+    /// left to the scheduler says `scheduler`.
+    pub placement: String,
+    /// `post, 256 connections, 1 thread, loopback`.
+    pub load: String,
+}
+
+/// One sitting's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sitting {
+    /// The run's folder name.
+    pub run: String,
+    pub date: String,
+    pub git_sha: String,
+    pub git_dirty: bool,
+    pub kernel: String,
+    pub cpu_model: String,
+    /// 2xx/s ratio row / against, and its 95 % interval.
+    pub ratio: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Runs the interval is over (1: over one run's blocks).
+    pub runs: usize,
+    /// Degrees of freedom of the interval.
+    pub df: f64,
+    /// Standard error of the log ratio, from the interval.
+    pub se_log: f64,
+}
+
+/// One answer across sittings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Across {
+    pub sittings: usize,
+    pub ratio: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Between-sitting standard deviation of the log ratio (tau).
+    pub tau_log: f64,
+}
+
+/// A comparison and its sittings, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub identity: Identity,
+    pub sittings: Vec<Sitting>,
+    /// With three sittings or more.
+    pub across: Option<Across>,
+}
+
+/// `results/history.json`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct History {
+    /// The rule two sittings agree by, in words.
+    pub agreement_rule: String,
+    pub comparisons: Vec<Comparison>,
+}
+
+/// The agreement rule, as history.json states it.
+pub const AGREEMENT_RULE: &str =
+    "two sittings agree when |ln x1 - ln x2| <= 1.96 * sqrt(se1^2 + se2^2)";
+
+impl Sitting {
+    /// The standard error of the log ratio of interval `lo..hi` with `df`
+    /// degrees of freedom (Student's t).
+    pub fn se_of(lo: f64, hi: f64, df: f64) -> f64 {
+        (hi.ln() - lo.ln()) / 2.0 / crate::stats::t_quantile(0.975, df)
+    }
+
+    /// Whether this sitting and `other` agree (see [`AGREEMENT_RULE`]).
+    pub fn agrees_with(&self, other: &Sitting) -> bool {
+        let d = (self.ratio.ln() - other.ratio.ln()).abs();
+        d <= 1.96 * (self.se_log.powi(2) + other.se_log.powi(2)).sqrt()
+    }
+}
+
+/// The answer across `sittings` (three or more), else none.
+pub fn across(sittings: &[Sitting]) -> Option<Across> {
+    let k = sittings.len();
+    if k < 3 || sittings.iter().any(|s| !s.se_log.is_finite() || s.se_log <= 0.0) {
+        return None;
+    }
+    let y: Vec<f64> = sittings.iter().map(|s| s.ratio.ln()).collect();
+    let v: Vec<f64> = sittings.iter().map(|s| s.se_log.powi(2)).collect();
+    let w: Vec<f64> = v.iter().map(|v| 1.0 / v).collect();
+    let sw: f64 = w.iter().sum();
+    let fixed = w.iter().zip(&y).map(|(w, y)| w * y).sum::<f64>() / sw;
+    let q: f64 = w.iter().zip(&y).map(|(w, y)| w * (y - fixed).powi(2)).sum();
+    let c = sw - w.iter().map(|w| w * w).sum::<f64>() / sw;
+    let tau2 = ((q - (k as f64 - 1.0)) / c).max(0.0);
+    let ws: Vec<f64> = v.iter().map(|v| 1.0 / (v + tau2)).collect();
+    let sws: f64 = ws.iter().sum();
+    let mu = ws.iter().zip(&y).map(|(w, y)| w * y).sum::<f64>() / sws;
+    let hk = ws
+        .iter()
+        .zip(&y)
+        .map(|(w, y)| w * (y - mu).powi(2))
+        .sum::<f64>()
+        / ((k as f64 - 1.0) * sws);
+    let se = hk.max(1.0 / sws).sqrt();
+    let half = crate::stats::t_quantile(0.975, k as f64 - 1.0) * se;
+    Some(Across {
+        sittings: k,
+        ratio: mu.exp(),
+        lo: (mu - half).exp(),
+        hi: (mu + half).exp(),
+        tau_log: tau2.sqrt(),
+    })
+}
+
+/// Groups `answers` (identity, sitting) by identity, each group's
+/// sittings by date, with the answer across them.
+pub fn build(mut answers: Vec<(Identity, Sitting)>) -> History {
+    answers.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| a.1.date.cmp(&b.1.date))
+            .then_with(|| a.1.run.cmp(&b.1.run))
+    });
+    let mut comparisons: Vec<Comparison> = Vec::new();
+    for (identity, sitting) in answers {
+        match comparisons.last_mut() {
+            Some(c) if c.identity == identity => c.sittings.push(sitting),
+            _ => comparisons.push(Comparison {
+                identity,
+                sittings: vec![sitting],
+                across: None,
+            }),
+        }
+    }
+    for c in &mut comparisons {
+        c.across = across(&c.sittings);
+    }
+    History {
+        agreement_rule: AGREEMENT_RULE.into(),
+        comparisons,
+    }
+}
+
+/// history.json's bytes (pretty, with a closing newline).
+pub fn to_json(h: &History) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(h)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sitting(run: &str, ratio: f64, lo: f64, hi: f64) -> Sitting {
+        Sitting {
+            run: run.into(),
+            date: run.into(),
+            git_sha: "x".into(),
+            git_dirty: false,
+            kernel: "k".into(),
+            cpu_model: "c".into(),
+            ratio,
+            lo,
+            hi,
+            runs: 1,
+            df: 7.0,
+            se_log: Sitting::se_of(lo, hi, 7.0),
+        }
+    }
+
+    #[test]
+    fn sittings_agree_only_within_their_joint_error() {
+        let a = sitting("a", 0.292, 0.278, 0.308);
+        let b = sitting("b", 0.481, 0.441, 0.524);
+        let c = sitting("c", 0.278, 0.267, 0.289);
+        assert!(!a.agrees_with(&b));
+        assert!(a.agrees_with(&c) && c.agrees_with(&a));
+    }
+
+    #[test]
+    fn across_sittings_widens_with_their_spread_and_needs_three() {
+        let same = [
+            sitting("a", 0.80, 0.78, 0.82),
+            sitting("b", 0.80, 0.78, 0.82),
+        ];
+        assert_eq!(across(&same), None);
+        let three = [
+            sitting("a", 0.80, 0.78, 0.82),
+            sitting("b", 0.80, 0.78, 0.82),
+            sitting("c", 0.80, 0.78, 0.82),
+        ];
+        let x = across(&three).unwrap();
+        assert!((x.ratio - 0.80).abs() < 1e-9 && x.tau_log == 0.0, "{x:?}");
+        // With no spread, the weights' own error sets the width: t with 2
+        // degrees of freedom on se / sqrt(3).
+        let se = three[0].se_log / 3f64.sqrt();
+        let half = crate::stats::t_quantile(0.975, 2.0) * se;
+        assert!((x.hi.ln() - 0.80f64.ln() - half).abs() < 1e-9, "{x:?}");
+        let spread = [
+            sitting("a", 0.75, 0.73, 0.77),
+            sitting("b", 0.80, 0.78, 0.82),
+            sitting("c", 0.85, 0.83, 0.87),
+        ];
+        let y = across(&spread).unwrap();
+        assert!(y.tau_log > 0.03, "{y:?}");
+        assert!(y.lo < 0.75 && y.hi > 0.85, "{y:?}");
+    }
+
+    #[test]
+    fn build_groups_by_identity_and_orders_by_date() {
+        let id = |row: &str| Identity {
+            file: "f".into(),
+            row: row.into(),
+            against: "b".into(),
+            aa: false,
+            row_variant: "v".into(),
+            base_variant: "v".into(),
+            schedule: "s".into(),
+            placement: "p".into(),
+            load: "l".into(),
+        };
+        let h = build(vec![
+            (id("x"), sitting("2", 0.9, 0.8, 1.0)),
+            (id("y"), sitting("1", 0.9, 0.8, 1.0)),
+            (id("x"), sitting("1", 0.9, 0.8, 1.0)),
+        ]);
+        assert_eq!(h.comparisons.len(), 2);
+        let runs: Vec<&str> = h.comparisons[0]
+            .sittings
+            .iter()
+            .map(|s| s.run.as_str())
+            .collect();
+        assert_eq!(runs, ["1", "2"]);
+    }
+}
