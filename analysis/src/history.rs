@@ -107,7 +107,11 @@ impl Sitting {
 /// The answer across `sittings` (three or more), else none.
 pub fn across(sittings: &[Sitting]) -> Option<Across> {
     let k = sittings.len();
-    if k < 3 || sittings.iter().any(|s| !s.se_log.is_finite() || s.se_log <= 0.0) {
+    if k < 3
+        || sittings
+            .iter()
+            .any(|s| !s.se_log.is_finite() || s.se_log <= 0.0)
+    {
         return None;
     }
     let y: Vec<f64> = sittings.iter().map(|s| s.ratio.ln()).collect();
