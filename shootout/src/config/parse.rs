@@ -1148,9 +1148,9 @@ fn check_interleave(
 }
 
 /// A paired row leaves no process to the scheduler unless it says
-/// `placement = "free"`: the answer would measure where the scheduler put
-/// it (nginx in front once moved the main command's answer from 0.29 to
-/// 0.48 between two machines).
+/// `placement = "free"`: the answer would depend on where the scheduler put
+/// it, which nobody controls (nginx in front was unplaced when the main
+/// command's answer moved from 0.29 to 0.48 between two machines).
 fn check_pinned(raw: &RawFile, scenarios: &[Scenario], err: &Err) -> Result<(), ScenarioError> {
     for s in scenarios.iter().filter(|s| !s.placement_free) {
         let free = s.unpinned();
