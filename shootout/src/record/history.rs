@@ -83,7 +83,13 @@ fn answer(
     let file = text(&meta["scenario_file"]);
     let sha = text(&meta["git_sha"]);
     // Runs before the load and nginx's side were recorded: from the file.
-    let at_sha = |name: &str| past(repo, &sha, &file, name);
+    let doc = std::cell::OnceCell::new();
+    let at_sha = |name: &str| {
+        past(
+            doc.get_or_init(|| file_at(repo, &sha, &file)).as_ref()?,
+            name,
+        )
+    };
     let load = match rec["load"].as_str() {
         Some(l) => l.to_string(),
         None => at_sha(row).map_or_else(|| "not recorded".into(), |p| p.load),
@@ -156,8 +162,8 @@ struct Past {
     proxy: bool,
 }
 
-/// Row `row` of scenario file `file` at commit `sha` (`git show`).
-fn past(repo: &Path, sha: &str, file: &str, row: &str) -> Option<Past> {
+/// Scenario file `file` as committed at `sha` (`git show`), parsed.
+fn file_at(repo: &Path, sha: &str, file: &str) -> Option<toml::Value> {
     let out = Command::new("git")
         .arg("-C")
         .arg(repo)
@@ -165,7 +171,11 @@ fn past(repo: &Path, sha: &str, file: &str, row: &str) -> Option<Past> {
         .output()
         .ok()
         .filter(|o| o.status.success())?;
-    let doc: toml::Value = toml::from_str(&String::from_utf8_lossy(&out.stdout)).ok()?;
+    toml::from_str(&String::from_utf8_lossy(&out.stdout)).ok()
+}
+
+/// Row `row` of a past scenario file `doc`.
+fn past(doc: &toml::Value, row: &str) -> Option<Past> {
     let defaults = doc.get("defaults");
     let own = doc
         .get("scenario")?
