@@ -24,7 +24,8 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// One row across network namespaces: a server, a loadgen, namespaces and
 /// veths to leave behind if anything goes wrong.
-const SCENARIO: &str = "[defaults]\nwarmup = \"0s\"\nduration = \"2s\"\nconnections = 4\n\
+const SCENARIO: &str =
+    "[defaults]\nwarmup = \"0s\"\nduration = \"2s\"\ninterval = \"250ms\"\nconnections = 4\n\
 workers = 1\nrequest = \"post\"\n\n[[scenario]]\nname = \"row\"\nserver = \"ntex\"\n\
 topology = \"netns\"\n";
 
@@ -182,6 +183,23 @@ fn assert_whole(out: &Path) {
     }
 }
 
+/// Waits (30 s at most) until a loadgen log under `out` holds a first
+/// record: loadgen writes records only once SIGINT is its to handle.
+fn wait_first_record(out: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let started = runs(out).iter().flat_map(|r| files(r)).any(|f| {
+            f.to_string_lossy().ends_with(".jsonl.partial")
+                && std::fs::read_to_string(&f).is_ok_and(|t| t.contains('\n'))
+        });
+        if started {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("loadgen wrote no record under {}", out.display());
+}
+
 fn assert_nothing_left(out: &Path, pid: u32) {
     assert!(leftovers(out).is_empty(), "{:?}", leftovers(out));
     assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
@@ -196,6 +214,12 @@ fn sigint_at_each_stage_leaves_nothing_running_and_no_half_file() {
         let mut run = Run::start(dir.path(), &out, stage);
         let pid = run.child.id();
         run.wait_held(stage);
+        if stage == "measure" {
+            // A Ctrl-C before loadgen has installed its handler kills it
+            // (its partial log is then removed, as it should be); this
+            // stage checks the other case, a loadgen that is running.
+            wait_first_record(&out);
+        }
         run.signal_group(libc::SIGINT);
         let (code, stderr) = run.finish();
         assert_eq!(code, Some(130), "{stage}: {stderr:#?}");
