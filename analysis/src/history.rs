@@ -97,10 +97,15 @@ impl Sitting {
         (hi.ln() - lo.ln()) / 2.0 / crate::stats::t_quantile(0.975, df)
     }
 
+    /// |ln x1 - ln x2| in units of its joint standard error.
+    pub fn z_with(&self, other: &Sitting) -> f64 {
+        let d = (self.ratio.ln() - other.ratio.ln()).abs();
+        d / (self.se_log.powi(2) + other.se_log.powi(2)).sqrt()
+    }
+
     /// Whether this sitting and `other` agree (see [`AGREEMENT_RULE`]).
     pub fn agrees_with(&self, other: &Sitting) -> bool {
-        let d = (self.ratio.ln() - other.ratio.ln()).abs();
-        d <= 1.96 * (self.se_log.powi(2) + other.se_log.powi(2)).sqrt()
+        self.z_with(other) <= 1.96
     }
 }
 
@@ -205,6 +210,8 @@ mod tests {
         let c = sitting("c", 0.278, 0.267, 0.289);
         assert!(!a.agrees_with(&b));
         assert!(a.agrees_with(&c) && c.agrees_with(&a));
+        assert_eq!(a.z_with(&a), 0.0);
+        assert!(a.z_with(&b) > 1.96 && (a.z_with(&b) - b.z_with(&a)).abs() < 1e-12);
     }
 
     #[test]

@@ -194,3 +194,80 @@ fn history_prints_a_comparison_by_sitting_and_refuses_an_unknown_name() {
         .iter()
         .all(|c| c["identity"]["aa"] == true));
 }
+
+/// A cloner has only the repository: no tracked text (raw run data aside)
+/// names a relative path that climbs out of it.
+#[test]
+fn no_tracked_file_points_outside_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let listed = Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(listed.status.success());
+    let mut found = Vec::new();
+    for file in listed.stdout.split(|&b| b == 0).filter(|f| !f.is_empty()) {
+        let file = String::from_utf8_lossy(file).into_owned();
+        let raw = file.ends_with(".jsonl") || file.ends_with("meta.json");
+        let Ok(text) = std::fs::read_to_string(root.join(&file)) else {
+            continue; // binary (screenshots)
+        };
+        if raw {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            for path in climbing_paths(line) {
+                if escapes(&file, &path) {
+                    found.push(format!("{file}:{}: {path}", n + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "paths outside the repository: {found:#?}");
+}
+
+/// Each `../…` in `line`, with the path characters that follow it.
+fn climbing_paths(line: &str) -> Vec<String> {
+    let is_path = |c: char| c.is_ascii_alphanumeric() || "._/-".contains(c);
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find("../") {
+        // Back up over earlier `../` and `./` of the same path.
+        let start = rest[..i].rfind(|c: char| !is_path(c)).map_or(0, |j| j + 1);
+        let end = rest[i..]
+            .find(|c: char| !is_path(c))
+            .map_or(rest.len(), |j| i + j);
+        out.push(rest[start..end].to_string());
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// Whether `path`, read from the folder of repository file `file`, leaves
+/// the repository.
+fn escapes(file: &str, path: &str) -> bool {
+    let mut depth = file.matches('/').count() as i64;
+    for part in path.split('/') {
+        match part {
+            ".." => depth -= 1,
+            "" | "." => {}
+            _ => depth += 1,
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn a_path_climbing_past_the_root_is_seen() {
+    assert_eq!(
+        climbing_paths("see (`../shared/x.md`) and ../y"),
+        ["../shared/x.md", "../y"]
+    );
+    assert!(escapes("README.md", "../shared/x.md"));
+    assert!(!escapes("results/README.md", "../docs/original-study.md"));
+    assert!(escapes("results/README.md", "../../x"));
+}

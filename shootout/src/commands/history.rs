@@ -121,14 +121,23 @@ pub fn lines(c: &Comparison) -> Vec<String> {
     let n = c.sittings.len();
     if n >= 2 {
         let mut pairs = 0;
-        let mut agree = 0;
+        let mut disagree = Vec::new();
         for (i, a) in c.sittings.iter().enumerate() {
             for b in &c.sittings[i + 1..] {
                 pairs += 1;
-                agree += usize::from(a.agrees_with(b));
+                if !a.agrees_with(b) {
+                    disagree.push(format!(
+                        "  disagree: {} and {} (|z| {:.3} > 1.96)",
+                        a.date,
+                        b.date,
+                        a.z_with(b)
+                    ));
+                }
             }
         }
+        let agree = pairs - disagree.len();
         out.push(format!("  sittings that agree: {agree} of {pairs} pairs"));
+        out.extend(disagree);
     }
     if let Some(x) = &c.across {
         out.push(format!(
