@@ -112,14 +112,14 @@ pub async fn serve(args: ServerArgs) -> anyhow::Result<()> {
         // actix-web's default.
         32 * 1024
     })
-    .shutdown_timeout(app_core::SHUTDOWN_TIMEOUT_SECS.into())
+    .shutdown_timeout(launch.shutdown_timeout.into())
     .disable_signals()
     .listen(listener)
     .context("handing the listener to actix-web")?
     .run();
 
     let handle = server.handle();
-    app_core::shutdown::on_signal(move || {
+    app_core::shutdown::on_signal(launch.shutdown_timeout, move || {
         // The stop command is sent when `stop` is called; the returned future
         // only waits for completion, which `server.await` below does.
         drop(handle.stop(true));

@@ -50,6 +50,13 @@ pub struct ServerArgs {
     #[arg(long, default_value_t = 5, value_name = "SECS")]
     pub client_timeout: u16,
 
+    /// Longest graceful stop on SIGINT or SIGTERM, in whole seconds: the
+    /// server stops accepting, gives requests in flight this long, then
+    /// exits. The same rule on both frameworks.
+    #[arg(long, default_value_t = crate::SHUTDOWN_TIMEOUT_SECS, value_name = "SECS",
+          value_parser = clap::value_parser!(u16).range(1..=300))]
+    pub shutdown_timeout: u16,
+
     /// Largest request body in bytes; a larger one gets 413 unread.
     #[arg(long, default_value_t = 64, value_name = "BYTES")]
     pub max_body: usize,

@@ -19,6 +19,8 @@ pub struct Launch {
     pub addr: SocketAddr,
     /// `--client-timeout` in seconds, 0 = off.
     pub client_timeout: u16,
+    /// `--shutdown-timeout` in seconds.
+    pub shutdown_timeout: u16,
     backlog: i32,
     /// The open-file limit in force: raised to the hard limit at start.
     pub nofile: u64,
@@ -49,6 +51,7 @@ impl Launch {
             worker_rule: args.workers.rule(),
             addr,
             client_timeout: args.client_timeout,
+            shutdown_timeout: args.shutdown_timeout,
             backlog: args.backlog,
             nofile,
             log,
@@ -66,7 +69,7 @@ impl Launch {
                 self.addr,
                 (self.workers, self.worker_rule),
                 self.backlog,
-                self.client_timeout,
+                (self.client_timeout, self.shutdown_timeout),
                 self.nofile
             ),
             self.app.spin().describe()

@@ -91,17 +91,19 @@ pub fn features() -> Vec<&'static str> {
 
 /// The one line each server prints on stderr once it listens, in `key=value`
 /// form for the runner to record, e.g.
-/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 worker_rule=logical backlog=1024 client_timeout=5s keep_alive=os nofile=1048576 allocator=glibc runtime=tokio features=global-counter,keepalive-os`
+/// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 worker_rule=logical backlog=1024 client_timeout=5s keep_alive=os shutdown_timeout=5s nofile=1048576 allocator=glibc runtime=tokio features=global-counter,keepalive-os`
 /// (`client_timeout=off` for 0; `keep_alive=5s` without `keepalive-os`).
+/// `timeouts` are the client and shutdown timeouts in seconds.
 pub fn startup_line(
     binary: &str,
     framework: &str,
     addr: std::net::SocketAddr,
     workers: (usize, &str),
     backlog: i32,
-    client_timeout: u16,
+    timeouts: (u16, u16),
     nofile: u64,
 ) -> String {
+    let (client_timeout, shutdown_timeout) = timeouts;
     let (workers, rule) = workers;
     let features = features();
     let features = if features.is_empty() {
@@ -119,7 +121,7 @@ pub fn startup_line(
         format!("{KEEP_ALIVE_SECS}s")
     };
     format!(
-        "{binary} listening addr={addr} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} client_timeout={client_timeout} keep_alive={keep_alive} nofile={nofile} allocator={} runtime={} features={features}",
+        "{binary} listening addr={addr} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} client_timeout={client_timeout} keep_alive={keep_alive} shutdown_timeout={shutdown_timeout}s nofile={nofile} allocator={} runtime={} features={features}",
         alloc::NAME,
         runtime::NAME
     )
@@ -153,7 +155,15 @@ mod tests {
     #[test]
     fn the_startup_line_parses_back() {
         let addr: std::net::SocketAddr = "[::1]:40123".parse().unwrap();
-        let line = startup_line("ntex-server", "ntex/3.0.0", addr, (2, "count"), 77, 0, 4096);
+        let line = startup_line(
+            "ntex-server",
+            "ntex/3.0.0",
+            addr,
+            (2, "count"),
+            77,
+            (0, 1),
+            4096,
+        );
         assert!(is_startup_line(&line));
         assert!(is_startup_line(&format!("[pty] {line}")));
         assert!(!is_startup_line(
@@ -166,6 +176,7 @@ mod tests {
             ("worker_rule", "count"),
             ("backlog", "77"),
             ("client_timeout", "off"),
+            ("shutdown_timeout", "1s"),
             ("nofile", "4096"),
             ("allocator", alloc::NAME),
             ("runtime", runtime::NAME),

@@ -3,7 +3,7 @@
 //! second one exits at once.
 //!
 //! The frameworks bound a graceful stop by their shutdown timeout
-//! ([`crate::SHUTDOWN_TIMEOUT_SECS`]). In case one does not (an ntex server
+//! (`--shutdown-timeout`, [`crate::SHUTDOWN_TIMEOUT_SECS`] by default). In case one does not (an ntex server
 //! on a non-tokio runtime, stopped right after its start-up line, once did
 //! not exit within 15 s in CI; not reproduced in 100 tries), the process
 //! exits by itself [`STOP_GRACE_SECS`] after that timeout, saying so on
@@ -17,8 +17,9 @@ use signal_hook::iterator::Signals;
 /// How long after the shutdown timeout a graceful stop may still run.
 pub const STOP_GRACE_SECS: u64 = 3;
 
-/// Calls `stop` on the first SIGINT or SIGTERM, from a thread of its own.
-pub fn on_signal(stop: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+/// Calls `stop` on the first SIGINT or SIGTERM, from a thread of its own;
+/// `timeout_secs` is the frameworks' shutdown timeout.
+pub fn on_signal(timeout_secs: u16, stop: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
     std::thread::Builder::new()
         .name("shutdown-signals".into())
@@ -26,7 +27,7 @@ pub fn on_signal(stop: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
             let mut signals = signals.forever();
             if signals.next().is_some() {
                 stop();
-                watchdog();
+                watchdog(timeout_secs);
             }
             if let Some(sig) = signals.next() {
                 eprintln!("second signal ({sig}) during graceful stop: exiting now");
@@ -38,8 +39,8 @@ pub fn on_signal(stop: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
 
 /// Ends the process if the graceful stop outlives the shutdown timeout by
 /// more than [`STOP_GRACE_SECS`].
-fn watchdog() {
-    let limit = u64::from(crate::SHUTDOWN_TIMEOUT_SECS) + STOP_GRACE_SECS;
+fn watchdog(timeout_secs: u16) {
+    let limit = u64::from(timeout_secs) + STOP_GRACE_SECS;
     let spawned = std::thread::Builder::new()
         .name("shutdown-watchdog".into())
         .spawn(move || {

@@ -44,7 +44,7 @@ fn startup_line_names_address_framework_version_workers_and_features() {
             "5s"
         };
         let expected = format!(
-            "{} listening addr={} framework={fw_crate}/{} workers=3 worker_rule=count backlog=77 client_timeout=5s keep_alive={keep_alive} nofile={} allocator={allocator} runtime=tokio features={expected_features}",
+            "{} listening addr={} framework={fw_crate}/{} workers=3 worker_rule=count backlog=77 client_timeout=5s keep_alive={keep_alive} shutdown_timeout=5s nofile={} allocator={allocator} runtime=tokio features={expected_features}",
             fw.binary(),
             server.addr,
             locked_version(fw_crate),
@@ -171,6 +171,39 @@ fn signals_finish_the_request_in_flight_and_exit_0() {
     }
 }
 
+/// `--shutdown-timeout` bounds a graceful stop: a request whose body never
+/// comes is given that long, then the server exits 0 (well before the
+/// default 5 s).
+#[test]
+fn the_shutdown_timeout_bounds_a_stop_with_a_request_stuck() {
+    for fw in Framework::BOTH {
+        let server = Server::start(
+            &Variant::new(fw, sets::DEFAULT),
+            &["--shutdown-timeout", "1"],
+        );
+        assert!(
+            server.startup_line.contains(" shutdown_timeout=1s "),
+            "{}",
+            server.startup_line
+        );
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream
+            .write_all(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\n5")
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let signalled = std::time::Instant::now();
+        server.signal(libc::SIGTERM);
+        let exit = server.wait();
+        let took = signalled.elapsed();
+        assert_eq!(exit.status.code(), Some(0), "{fw:?}: {:?}", exit.stderr);
+        assert!(
+            took < Duration::from_secs(4),
+            "{fw:?}: stopped after {took:?}"
+        );
+        drop(stream);
+    }
+}
+
 /// Runs a variant's binary with `args` and returns (exit code, stderr).
 fn run_to_exit(variant: &Variant, args: &[&str]) -> (Option<i32>, String) {
     let out = Command::new(variant.binary())
@@ -235,6 +268,8 @@ fn bad_flags_get_one_line_and_a_non_zero_exit() {
             &["--workers", "0"][..],
             &["--bind", "nowhere"],
             &["--backlog", "0"],
+            &["--shutdown-timeout", "0"],
+            &["--shutdown-timeout", "301"],
             &["--frobnicate"],
         ] {
             let (code, err) = run_to_exit(&plain, args);

@@ -191,7 +191,7 @@ pub async fn serve(args: ServerArgs) -> anyhow::Result<()> {
     };
     let server = ntex::server::build()
         .workers(launch.workers)
-        .shutdown_timeout(Seconds(app_core::SHUTDOWN_TIMEOUT_SECS))
+        .shutdown_timeout(Seconds(launch.shutdown_timeout))
         .disable_signals()
         .listen(SERVICE, listener, async move |_| {
             let app = apply_fn_factory(app().await, async |req: Request, app| {
@@ -212,7 +212,7 @@ pub async fn serve(args: ServerArgs) -> anyhow::Result<()> {
         .run();
 
     let handle = server.clone();
-    app_core::shutdown::on_signal(move || {
+    app_core::shutdown::on_signal(launch.shutdown_timeout, move || {
         // The stop command is sent when `stop` is called; the returned future
         // only waits for completion, which `server.await` below does.
         drop(handle.stop(true));
