@@ -85,7 +85,14 @@ fn every_interval_counts_only_its_own_responses() {
             assert_eq!(h.len(), i.ok, "threads {threads}, interval {}", i.index);
         }
         assert_eq!(intervals.iter().map(|i| i.ok).sum::<u64>(), s.ok);
-        assert_eq!(s.ok, server.answered(), "threads {threads}");
+        // A run bounded by time may stop with a response on its way: at
+        // most one per connection (4) answered and not counted.
+        let answered = server.answered();
+        assert!(
+            (s.ok..=s.ok + 4).contains(&answered),
+            "threads {threads}: {} counted, {answered} answered",
+            s.ok
+        );
     }
 }
 

@@ -41,6 +41,10 @@ pub struct Answer {
     /// the answer may measure the scheduler, and says so.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub placement_free: bool,
+    /// The table has no A/A row: a difference rests on its interval
+    /// alone, and says so.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub without_aa: bool,
 }
 
 /// What a comparison decides.
@@ -84,6 +88,7 @@ pub fn answers(t: &PairedTable) -> Vec<Answer> {
         .filter_map(|r| reported(r).map(|(ci, _)| ci))
         .collect();
     let resolution = aa.iter().map(reach_pct).fold(0.0, f64::max);
+    let without_aa = !t.rows.iter().any(|r| r.aa);
     t.rows
         .iter()
         .filter_map(|r| {
@@ -111,6 +116,7 @@ pub fn answers(t: &PairedTable) -> Vec<Answer> {
                 runs,
                 verdict,
                 placement_free: r.placement_free,
+                without_aa,
             })
         })
         .collect()
@@ -139,9 +145,17 @@ impl Answer {
         )
     }
 
-    /// The answer in words; marked where placement was left free.
+    /// The answer in words; marked where the table has no A/A and where
+    /// placement was left free.
     pub fn words(&self) -> String {
-        let words = self.verdict_words();
+        let mut words = self.verdict_words();
+        let differs = matches!(
+            self.verdict,
+            Verdict::Slower { .. } | Verdict::Faster { .. }
+        );
+        if self.without_aa && differs {
+            words.push_str(" (no A/A in this run: by its interval alone)");
+        }
         if self.placement_free {
             format!("{words} [placement free: where the scheduler put it]")
         } else {
@@ -247,15 +261,29 @@ mod tests {
         ]);
         assert_eq!(answers(&t)[0].verdict, Verdict::Unresolved);
         // Without an A/A, the interval alone decides.
-        let t = table(vec![row("ntex", false, (1.05, 1.01, 1.09))]);
-        assert!(matches!(answers(&t)[0].verdict, Verdict::Faster { .. }));
+        // Without an A/A, the interval alone decides, and the words say so.
+        let t = table(vec![
+            row("ntex", false, (1.05, 1.01, 1.09)),
+            row("same", false, (1.0, 0.98, 1.02)),
+        ]);
+        let a = answers(&t);
+        assert!(matches!(a[0].verdict, Verdict::Faster { .. }));
+        assert_eq!(
+            a[0].words(),
+            "ntex is 5.0 % faster (no A/A in this run: by its interval alone)"
+        );
+        assert_eq!(a[1].words(), "no difference this run can resolve");
     }
 
     #[test]
     fn an_answer_with_free_placement_says_so() {
         let mut free = row("ntex-nginx", false, (0.5, 0.49, 0.51));
         free.placement_free = true;
-        let t = table(vec![row("ntex", false, (0.812, 0.798, 0.826)), free]);
+        let t = table(vec![
+            row("ntex", false, (0.812, 0.798, 0.826)),
+            free,
+            row("aa", true, (1.0, 0.99, 1.01)),
+        ]);
         let a = answers(&t);
         assert!(!a[0].words().contains("placement"));
         assert_eq!(
