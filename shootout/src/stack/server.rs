@@ -25,7 +25,7 @@ use crate::stack::ssh_served::OverSsh;
 /// is in flight; ntex 3.12.3 after interleaved load sometimes waits out its
 /// whole shutdown timeout with no connection left (about one stop in
 /// three in the main command's ntex blocks: 5 s each at the default).
-pub const SHUTDOWN_TIMEOUT_SECS: u16 = 1;
+pub const STOP_TIMEOUT_SECS: u16 = 1;
 
 /// The server's command line for scenario `s`: pinning, `bin`, the bind
 /// address and the flags the row sets; a counter file and an access log
@@ -40,7 +40,7 @@ pub fn server_argv(s: &Scenario, bin: String, bind: SocketAddr, files: &Path) ->
         "--backlog".into(),
         s.backlog.to_string(),
         "--shutdown-timeout".into(),
-        SHUTDOWN_TIMEOUT_SECS.to_string(),
+        STOP_TIMEOUT_SECS.to_string(),
     ]);
     if let Some(w) = s.workers {
         argv.extend(["--workers".into(), w.to_string()]);
