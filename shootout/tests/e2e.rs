@@ -4,14 +4,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod support;
-use support::{leftovers, namespaces_of};
-
-/// Runs share the build directory and the machine: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+use support::{leftovers, namespaces_of, tagged};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -27,7 +23,10 @@ fn target_dir() -> PathBuf {
 
 fn shootout(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_shootout"));
-    cmd.args(args).current_dir(root()).stdin(Stdio::null());
+    tagged(&mut cmd)
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::null());
     cmd
 }
 
@@ -84,7 +83,6 @@ fn meta(out: &Path) -> serde_json::Value {
 
 #[test]
 fn sequential_matrix_end_to_end_with_counter_check() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // --out relative to the working directory, as a user types it: nginx
     // (the ntex-nginx row) must still find its private prefix.
     let out = tempfile::tempdir_in(target_dir()).unwrap();
@@ -164,7 +162,6 @@ fn sequential_matrix_end_to_end_with_counter_check() {
 
 #[test]
 fn a_failing_scenario_is_reported_the_others_run_and_nothing_is_left() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("broken.toml");
     std::fs::write(
@@ -228,7 +225,6 @@ fn children_matching(pid: u32, needle: &str) -> Vec<u32> {
 
 #[test]
 fn a_server_killed_mid_row_is_reported_with_its_signal() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("killed.toml");
     std::fs::write(
@@ -268,7 +264,6 @@ fn a_server_killed_mid_row_is_reported_with_its_signal() {
 
 #[test]
 fn sigint_stops_everything_and_exits_130() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir().unwrap();
     let mut child = shootout(&[
         "run",
@@ -402,7 +397,6 @@ fn run_dir(out: &Path) -> PathBuf {
 
 #[test]
 fn the_main_command_is_paired_and_prints_what_it_decides() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();
     let child = shootout(&[
         "run",
@@ -487,7 +481,6 @@ fn the_main_command_is_paired_and_prints_what_it_decides() {
 
 #[test]
 fn paired_design_runs_both_stacks_at_once_and_leaves_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();
     let child = shootout(&[
         "run",
@@ -621,7 +614,6 @@ fn paired_design_runs_both_stacks_at_once_and_leaves_nothing() {
 
 #[test]
 fn memory_rows_sample_idle_held_and_after_and_leave_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();
     let child = shootout(&[
         "run",
@@ -716,7 +708,6 @@ fn memory_rows_sample_idle_held_and_after_and_leave_nothing() {
 
 #[test]
 fn calibrate_control_adds_cpu_per_request() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();
     // A 50% control at a short duration: only its direction is asserted.
     let result = shootout(&[
@@ -944,7 +935,6 @@ fn run_ok(args: &[&str], out: &Path) -> String {
 
 #[test]
 fn alternate_schedule_loads_one_stack_after_the_other() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();
     let stdout = run_ok(
         &["run", "shootout/tests/fixtures/paired-alternate.toml"],
@@ -983,7 +973,6 @@ fn alternate_schedule_loads_one_stack_after_the_other() {
 
 #[test]
 fn repeated_comparison_runs_in_rounds_and_reports_over_runs() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();
     let args = [
         "run",
@@ -1030,7 +1019,6 @@ fn repeated_comparison_runs_in_rounds_and_reports_over_runs() {
 
 #[test]
 fn interleaved_comparison_takes_turns_and_says_which_effect_it_measures() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();
     let args = ["run", "shootout/tests/fixtures/paired-interleave.toml"];
     let stdout = run_ok(&args, out.path());
@@ -1051,7 +1039,6 @@ fn interleaved_comparison_takes_turns_and_says_which_effect_it_measures() {
 
 #[test]
 fn slow_clients_run_beside_the_row_and_are_reported() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();
     let stdout = run_ok(
         &["run", "shootout/tests/fixtures/paired-slow.toml"],
@@ -1107,7 +1094,6 @@ fn emulator_rows_run_in_real_terminals_and_leave_nothing() {
         eprintln!("SKIPPED emulator_rows_run_in_real_terminals_and_leave_nothing: {why} (run: cargo run -p shootout -- setup --all)");
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("xterm.toml");
     std::fs::write(
@@ -1186,17 +1172,20 @@ fn emulator_rows_run_in_real_terminals_and_leave_nothing() {
 
 #[test]
 fn interleaved_searches_run_in_rounds_on_fresh_stacks() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();
     let stdout = run_ok(
         &["run", "shootout/tests/fixtures/sweep-interleave.toml"],
         out.path(),
     );
-    // Round 1 forward, round 2 backward.
+    // Round 1 forward, round 2 backward. A missing search says why in the
+    // rows' records (a sweep that found no bracket has nothing to search).
     let at = |line: &str| {
-        stdout
-            .find(line)
-            .unwrap_or_else(|| panic!("{line:?} not in {stdout}"))
+        stdout.find(line).unwrap_or_else(|| {
+            panic!(
+                "{line:?} not in {stdout}\nrows: {:#}",
+                meta(out.path())["rows"]
+            )
+        })
     };
     assert!(at("actix: search 1 done") < at("ntex: search 1 done"));
     assert!(at("ntex: search 1 done") < at("ntex: search 2 done"));
@@ -1261,7 +1250,6 @@ fn interleaved_searches_run_in_rounds_on_fresh_stacks() {
 
 #[test]
 fn a_sweep_steps_through_its_rates_and_records_every_step() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir_in(target_dir()).unwrap();
     let stdout = run_ok(&["run", "shootout/tests/fixtures/sweep.toml"], out.path());
     assert!(stdout.contains("actix: sweep done"), "{stdout}");
@@ -1436,7 +1424,6 @@ fn a_sweep_steps_through_its_rates_and_records_every_step() {
 
 #[test]
 fn sinks_drain_the_servers_own_lines_and_leave_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("sinks.toml");
     let mut text = String::from(

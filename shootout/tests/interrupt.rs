@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod support;
-use support::{leftovers, namespaces_of, root};
+use support::{leftovers, namespaces_of, root, tagged};
 
 /// One run at a time (the machine, the mounts).
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -47,7 +47,7 @@ impl Run {
     fn of(dir: &Path, name: &str, text: &str, out: &Path, hold_at: &str) -> Run {
         let file = dir.join(name);
         std::fs::write(&file, text).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_shootout"))
+        let mut child = tagged(&mut Command::new(env!("CARGO_BIN_EXE_shootout")))
             .args(["run", "--build-profile", "dev", "--out"])
             .arg(out)
             .arg(&file)

@@ -21,13 +21,29 @@ pub struct Hosts {
 }
 
 impl Hosts {
-    /// `slot` keeps the hosts of this binary's tests apart.
+    /// `slot` keeps the hosts of this binary's tests apart (their names);
+    /// each set gets a subnet no other set on the machine has, so that test
+    /// binaries run side by side (a second bridge on a subnet in use would
+    /// take the first one's routes).
     pub fn up(dir: &Path, names: &str, slot: u32) -> Hosts {
         let pid = std::process::id();
+        // Choosing and taking a subnet is one step for every test binary:
+        // an exclusive lock on a file all of them open.
+        let lock = std::fs::File::create("/tmp/shootout-test-subnets.lock").unwrap();
+        // SAFETY: flock(2) on a file we hold open; released when it closes.
+        assert_eq!(
+            unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) },
+            0
+        );
+        let taken = subnets_in_use();
+        let net = (0..150)
+            .map(|i| 100 + (pid * 2 + slot + i) % 150)
+            .find(|n| !taken.contains(n))
+            .expect("a free 10.N.0.0/24 for stand-in hosts");
         let hosts = Hosts {
             dir: dir.to_path_buf(),
             prefix: format!("t{slot}{}", pid % 100_000),
-            net: 100 + (pid * 2 + slot) % 150,
+            net,
         };
         let out = Command::new(root().join("scripts/netns-hosts"))
             .arg("up")
@@ -123,6 +139,23 @@ impl Hosts {
     }
 }
 
+/// N of every 10.N.0.254 on this machine: bridges of stand-in hosts up now.
+fn subnets_in_use() -> Vec<u32> {
+    let out = Command::new("ip")
+        .args(["-o", "-4", "addr", "show"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|w| {
+            w.strip_prefix("10.")?
+                .strip_suffix(".0.254/24")?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
 impl Drop for Hosts {
     fn drop(&mut self) {
         let _ = Command::new(root().join("scripts/netns-hosts"))
@@ -182,12 +215,28 @@ pub fn own_builds() -> String {
     format!("{}/shootout/", target.display())
 }
 
-/// Processes this runner started (servers from target/shootout, nginx with
-/// a prefix under `out`, loadgen with --shard, Xvfb and xterm tagged with a
-/// path under `out` in their environment) that are still alive.
+/// The tag of the test running on this thread (libtest names each test's
+/// thread after the test): `<this binary's pid>:<test name>`.
+pub fn test_tag() -> String {
+    let thread = std::thread::current();
+    format!("{}:{}", std::process::id(), thread.name().unwrap_or("main"))
+}
+
+/// `cmd` with this test's tag in its environment (`SHOOTOUT_TEST`): every
+/// process it starts inherits it, so [`leftovers`] finds what this test's
+/// run left and nothing of the tests that run beside it.
+pub fn tagged(cmd: &mut Command) -> &mut Command {
+    cmd.env("SHOOTOUT_TEST", test_tag())
+}
+
+/// Processes this test's runs started that are still alive: those that
+/// carry this test's tag (see [`tagged`]; servers, nginx, loadgen, Xvfb and
+/// terminals inherit it), a `SHOOTOUT_TAG` under `out` (the runner's tag for
+/// Xvfb and terminals), or `out` on their command line (nginx's prefix).
 pub fn leftovers(out: &Path) -> Vec<String> {
     let out = out.display().to_string();
-    let builds = own_builds();
+    let own = format!("SHOOTOUT_TEST={}", test_tag());
+    let under = format!("SHOOTOUT_TAG={out}");
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         if entry
@@ -195,6 +244,7 @@ pub fn leftovers(out: &Path) -> Vec<String> {
             .to_str()
             .and_then(|n| n.parse::<u32>().ok())
             .is_none()
+            || entry.file_name().to_str() == Some(&std::process::id().to_string())
         {
             continue;
         }
@@ -203,12 +253,11 @@ pub fn leftovers(out: &Path) -> Vec<String> {
         };
         let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
         let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        let tagged = String::from_utf8_lossy(&env).contains(&format!("SHOOTOUT_TAG={out}"));
-        if cmd.contains(&builds)
-            || tagged
-            || cmd.contains(&out)
-            || (cmd.contains("loadgen") && cmd.contains("--shard"))
-        {
+        let env = String::from_utf8_lossy(&env);
+        let tagged = env
+            .split('\0')
+            .any(|var| var == own || var.starts_with(&under));
+        if tagged || cmd.contains(&out) {
             found.push(cmd);
         }
     }
