@@ -175,3 +175,110 @@ fn modules_import_each_other_without_circles() {
         }
     }
 }
+
+/// Every `.rs` file of the workspace's crates (not target/, not results/).
+fn workspace_sources(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if path.is_dir() {
+                if !name.starts_with('.') && name != "target" && name != "results" {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".rs") {
+                out.push(std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Whether `item` is defined (fn, struct, enum, trait, type, const,
+/// static, mod, or an enum variant at the start of a line) in `sources`.
+fn defined(item: &str, sources: &[String]) -> bool {
+    let kinds = [
+        "fn ", "struct ", "enum ", "trait ", "type ", "const ", "static ", "mod ",
+    ];
+    sources.iter().any(|text| {
+        text.lines().any(|line| {
+            let line = line.trim_start();
+            let line = line
+                .strip_prefix("pub(crate) ")
+                .or_else(|| line.strip_prefix("pub(super) "))
+                .or_else(|| line.strip_prefix("pub "))
+                .unwrap_or(line);
+            kinds.iter().any(|k| {
+                line.strip_prefix(k).is_some_and(|rest| {
+                    rest.strip_prefix(item).is_some_and(|after| {
+                        !after.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                    })
+                })
+            }) || line
+                .strip_prefix(item)
+                .is_some_and(|after| after.starts_with([',', '(', ' ', '{']))
+        })
+    })
+}
+
+/// CONTRIBUTING.md cites files and code by name: every path it quotes
+/// exists (from the root, shootout/ or shootout/src/; `NAME` is a placeholder),
+/// and every Rust item it quotes (`a::b`, `Type::method`, `snake_case`,
+/// `CamelCase`, `job.method()`) is defined somewhere in the workspace.
+#[test]
+fn contributing_cites_files_and_items_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(root.join("CONTRIBUTING.md")).unwrap();
+    let sources = workspace_sources(&root);
+    let mut missing = Vec::new();
+    for (i, quoted) in text.split('`').enumerate() {
+        if i % 2 == 0 || quoted.contains(' ') || quoted.is_empty() {
+            continue;
+        }
+        let file_like =
+            quoted.contains('/') || [".rs", ".md", ".toml"].iter().any(|e| quoted.ends_with(e));
+        if file_like {
+            if quoted.contains("NAME") || quoted.starts_with("--") {
+                continue;
+            }
+            let found = [
+                root.clone(),
+                root.join("shootout"),
+                root.join("shootout/src"),
+            ]
+            .iter()
+            .any(|base| base.join(quoted).exists())
+                || (!quoted.contains('/') && quoted.ends_with(".rs"));
+            if !found {
+                missing.push(format!("file {quoted}"));
+            }
+            continue;
+        }
+        // Rust items: the last segment of a path, the method of `x.m()`.
+        let item = quoted.trim_end_matches("()");
+        let ident = |s: &str| {
+            !s.is_empty()
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !s.starts_with(|c: char| c.is_ascii_digit())
+        };
+        let last = item.rsplit([':', '.']).next().unwrap_or(item);
+        let segments_ok = item.split("::").all(|s| s.split('.').all(ident));
+        if !segments_ok {
+            continue;
+        }
+        let pathy = item.contains("::") || item.contains('.');
+        let snake = last.contains('_') && last.chars().any(|c| c.is_ascii_lowercase());
+        let camel = last.starts_with(|c: char| c.is_ascii_uppercase())
+            && last.chars().any(|c| c.is_ascii_lowercase());
+        if (pathy || snake || camel) && !defined(last, &sources) {
+            missing.push(format!("item {quoted}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "CONTRIBUTING.md cites what the code does not have: {missing:?}"
+    );
+}
