@@ -37,7 +37,7 @@ pub(super) struct Args {
 
 fn blocks(s: &str) -> Result<u32, String> {
     let n = s.parse::<u32>().map_err(|e| e.to_string())?;
-    crate::config::parse::checked_blocks(n)
+    crate::config::paired::checked_blocks(n)
 }
 
 pub(super) fn run(a: Args) -> ExitCode {

@@ -1,7 +1,8 @@
 //! `log = "ssh-terminal"` and its keys (issue 24, part 2): `ssh_host`
 //! (whose sshd gives the writer its terminal), `terminal` (what draws the
 //! session's output on this machine) and `link_rate` (a stand-in host's
-//! link shaped with `tc qdisc tbf`), checked at the line that sets them.
+//! link shaped with `tc qdisc tbf`), checked at the line that sets them,
+//! from a row or `[defaults]` (`ssh_terminal_of`).
 //!
 //! ```toml
 //! [[scenario]]
@@ -15,8 +16,10 @@
 
 use toml::Spanned;
 
-use crate::config::hosts::Remote;
-use crate::config::scenario::{Drawn, LogSink, SshTerminal};
+use crate::config::hosts::{Remote, RowHosts};
+use crate::config::scenario::{Drawn, LogSink, ScenarioError, SshTerminal};
+use crate::config::settings::Settings;
+use crate::config::spans::Err;
 
 /// The three keys as a row (or `[defaults]`) writes them.
 pub struct Keys<'a> {
@@ -95,6 +98,51 @@ pub fn check(
         terminal,
         link_rate_bps,
     }))
+}
+
+/// The row's ssh terminal (`log = "ssh-terminal"`), checked against its
+/// hosts: a served ssh terminal's server runs on its ssh host. (A remote
+/// row takes every sink; all but the ssh terminal are on the server's
+/// host.)
+pub fn ssh_terminal_of(
+    o: &Settings,
+    d: &Settings,
+    log: LogSink,
+    remote: Option<&Remote>,
+    hosts: Option<&RowHosts>,
+    at: usize,
+    err: &Err,
+) -> Result<Option<SshTerminal>, ScenarioError> {
+    // `[defaults]` may set the ssh keys for the file's ssh-terminal rows;
+    // a row that logs elsewhere is refused only for keys it sets itself.
+    let inherit = log == LogSink::SshTerminal;
+    let keys = Keys {
+        ssh_host: inherited(&o.ssh_host, &d.ssh_host, inherit),
+        terminal: inherited(&o.terminal, &d.terminal, inherit),
+        link_rate: inherited(&o.link_rate, &d.link_rate, inherit),
+    };
+    let ssh_terminal = check(log, keys, remote, at).map_err(|(a, m)| err(a, m))?;
+    if let (Some(h), Some(t)) = (hosts, &ssh_terminal) {
+        if h.server != t.host {
+            return Err(err(
+                at,
+                format!(
+                    "log = \"ssh-terminal\" serves from its ssh_host: set server_host = {:?} (it is {:?})",
+                    t.host, h.server
+                ),
+            ));
+        }
+    }
+    Ok(ssh_terminal)
+}
+
+/// A row's own key, else (when `inherit`) the default's.
+fn inherited<'a>(
+    own: &'a Option<Spanned<String>>,
+    def: &'a Option<Spanned<String>>,
+    inherit: bool,
+) -> Option<&'a Spanned<String>> {
+    own.as_ref().or(def.as_ref().filter(|_| inherit))
 }
 
 /// Lowest and highest `link_rate`: tbf needs a burst above the MTU at

@@ -1,0 +1,72 @@
+//! Tests of a row's keys (`row.rs`) through the scenario parser.
+
+use std::time::Duration;
+
+use crate::config::parse_tests::{parse_str, pinned};
+use crate::config::scenario::{LogSink, Request, SlowClients, Topology};
+
+#[test]
+fn defaults_apply_and_features_are_ordered() {
+    let f = parse_str(
+        "[defaults]\nduration = \"2s\"\nrequest = \"get\"\n\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nfeatures = [\"no-alloc\", \"global-counter\"]\n",
+    )
+    .unwrap();
+    let s = &f.scenarios[0];
+    assert_eq!(s.original, None);
+    assert_eq!(s.duration, Duration::from_secs(2));
+    assert_eq!(s.request, Request::Get);
+    assert_eq!(s.variant(), "ntex-server+global-counter+no-alloc");
+    assert_eq!(
+        (s.topology, s.log, s.repetitions),
+        (Topology::Loopback, LogSink::None, 1)
+    );
+}
+
+#[test]
+fn nginx_runs_on_the_server_cpus_unless_the_row_says_otherwise() {
+    let rows = "[[scenario]]\nname = \"floor\"\nserver = \"actix\"\nproxy = \"static\"\n\n\
+                [[scenario]]\nname = \"behind\"\nserver = \"ntex\"\nproxy = \"proxy\"\n\n\
+                [[scenario]]\nname = \"own\"\nserver = \"ntex\"\nproxy = \"proxy\"\nnginx_cpus = \"0\"\n\n\
+                [[scenario]]\nname = \"direct\"\nserver = \"actix\"\n";
+    let pinned = parse_str(&pinned(rows)).unwrap();
+    let cpus: Vec<Option<String>> = pinned.scenarios.iter().map(|s| s.nginx_cpus()).collect();
+    let some = |c: &str| Some(c.to_string());
+    assert_eq!(cpus, [some("1"), some("1"), some("0"), None]);
+    let free = parse_str(rows).unwrap();
+    let cpus: Vec<Option<String>> = free.scenarios.iter().map(|s| s.nginx_cpus()).collect();
+    assert_eq!(cpus, [None, None, some("0"), None]);
+}
+
+#[test]
+fn workers_take_a_count_or_a_rule() {
+    let f = parse_str(
+        "[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = \"logical\"\n\
+         [[scenario]]\nname = \"b\"\nserver = \"actix\"\nworkers = \"physical\"\n\
+         [[scenario]]\nname = \"c\"\nserver = \"actix\"\nworkers = 2\n",
+    )
+    .unwrap();
+    let got: Vec<String> = f
+        .scenarios
+        .iter()
+        .map(|s| s.workers.unwrap().to_string())
+        .collect();
+    assert_eq!(got, ["logical", "physical", "2"]);
+}
+
+#[test]
+fn slow_clients_make_a_row_that_is_not_an_aa() {
+    let f = parse_str(&pinned("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nslow_clients = 1000\n[[scenario]]\nname = \"c\"\nserver = \"ntex\"\nslow_clients = 5\nslow_every = \"250ms\"\n"))
+        .unwrap();
+    let [a, b, c] = &f.scenarios[..] else {
+        panic!("{:?}", f.scenarios)
+    };
+    assert_eq!(a.slow, None);
+    let want = |connections, ms| {
+        Some(SlowClients {
+            connections,
+            every: Duration::from_millis(ms),
+        })
+    };
+    assert_eq!((b.slow, c.slow), (want(1000, 1000), want(5, 250)));
+    assert!(!b.same_setup(a));
+}

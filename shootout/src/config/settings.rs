@@ -1,0 +1,141 @@
+//! The keys as a file writes them: `Settings` (one `[[scenario]]` table or
+//! `[defaults]`, every key a row may set) and `Written` (a file's rows and
+//! defaults together, for the rules a design checks across them: where a
+//! row stands, and the timing keys a design refuses).
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::config::scenario::{LogSink, Request, ScenarioError, Topology};
+use crate::config::spans::Err;
+
+/// `libc = "glibc"` or `"musl"`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LibcToml {
+    Glibc,
+    Musl,
+}
+
+/// `workers = 1` or `workers = "physical"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum WorkersToml {
+    Count(u64),
+    Rule(String),
+}
+
+/// One `[[scenario]]` table, or `[defaults]` (which may not name a row).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub name: Option<Spanned<String>>,
+    pub label: Option<String>,
+    pub server: Option<Spanned<String>>,
+    pub features: Option<Spanned<Vec<Spanned<String>>>>,
+    /// A number, `"logical"` or `"physical"` (the servers' `--workers`).
+    pub workers: Option<Spanned<WorkersToml>>,
+    pub backlog: Option<Spanned<u32>>,
+    pub topology: Option<Topology>,
+    /// One-way delay added on the client's veth (netns rows; needs netem).
+    pub link_delay: Option<Spanned<String>>,
+    pub proxy: Option<String>,
+    pub nginx_workers: Option<Spanned<usize>>,
+    pub log: Option<LogSink>,
+    pub log_level: Option<String>,
+    pub request: Option<Request>,
+    pub connections: Option<Spanned<u32>>,
+    pub threads: Option<Spanned<u32>>,
+    pub duration: Option<Spanned<String>>,
+    pub warmup: Option<Spanned<String>>,
+    pub interval: Option<Spanned<String>>,
+    pub rate: Option<Spanned<f64>>,
+    pub server_cpus: Option<String>,
+    pub loadgen_cpus: Option<String>,
+    /// nginx's CPUs; the server's (on its host) when absent.
+    pub nginx_cpus: Option<String>,
+    /// `"free"`: some process is left to the scheduler, on purpose;
+    /// `"pinned"` (the default): every process has its CPUs.
+    pub placement: Option<Spanned<String>>,
+    pub repetitions: Option<Spanned<u32>>,
+    /// CPU work per request in ns (`--spin-ns`; needs the calibrate feature).
+    pub spin_ns: Option<u64>,
+    /// The servers' `--client-timeout` in seconds (0 = off, which needs
+    /// keepalive-os); the servers' default, 5, when none.
+    pub client_timeout: Option<u16>,
+    /// `"musl"` builds the server for x86_64-unknown-linux-musl.
+    pub libc: Option<LibcToml>,
+    /// The figure a published study gave for this row, to set ours beside.
+    pub original: Option<Spanned<analysis::Original>>,
+    /// Remote rows: the `[hosts.NAME]` the server, nginx and loadgens run on.
+    pub server_host: Option<Spanned<String>>,
+    pub proxy_host: Option<Spanned<String>>,
+    pub load_hosts: Option<Spanned<Vec<String>>>,
+    /// Paired files: the row this one is compared with (the file's
+    /// baseline when absent).
+    pub against: Option<Spanned<String>>,
+    /// Paired rows: slow clients beside the load (loadgen --slowloris).
+    pub slow_clients: Option<Spanned<u32>>,
+    /// How often each slow client sends a byte; 1s when absent.
+    pub slow_every: Option<Spanned<String>>,
+    /// `log = "ssh-terminal"` rows: the `[hosts.NAME]` whose sshd gives
+    /// the terminal, what draws it here, and a stand-in's link rate.
+    pub ssh_host: Option<Spanned<String>>,
+    pub terminal: Option<Spanned<String>>,
+    pub link_rate: Option<Spanned<String>>,
+    /// xterm rows (`log = "xterm"`, or an ssh terminal drawn by xterm):
+    /// `false` turns xterm's jump scroll off (`+j`).
+    pub jump_scroll: Option<Spanned<bool>>,
+    /// Sinks design: at least this long from one line's write to the next
+    /// (`shootout sink-writer --gap`), so lines reach the sink one at a
+    /// time as a server writes them; back to back when absent.
+    pub writer_gap: Option<Spanned<String>>,
+}
+
+/// A file's `[[scenario]]` rows, its `[defaults]` and its baseline, as
+/// written.
+pub struct Written<'a> {
+    pub defaults: &'a Settings,
+    pub scenario: &'a [Settings],
+    pub baseline: Option<&'a Spanned<String>>,
+}
+
+/// Where row `name` is named in the file (0 when it is not).
+pub fn row_at(raw: &Written, name: &str) -> usize {
+    raw.scenario
+        .iter()
+        .find_map(|o| o.name.as_ref().filter(|n| n.get_ref() == name))
+        .map_or(0, |n| n.span().start)
+}
+
+/// A design that times its rows itself refuses the rows' `duration`,
+/// `warmup` and `repetitions` (and `rate` when `rate_too`), at their line.
+pub fn refuse_timing_keys(
+    raw: &Written,
+    rate_too: bool,
+    design: &str,
+    instead: &str,
+    err: &Err,
+) -> Result<(), ScenarioError> {
+    for o in raw.scenario.iter().chain([raw.defaults]) {
+        let keys = [
+            ("duration", o.duration.as_ref().map(|x| x.span().start)),
+            ("warmup", o.warmup.as_ref().map(|x| x.span().start)),
+            (
+                "repetitions",
+                o.repetitions.as_ref().map(|x| x.span().start),
+            ),
+            (
+                "rate",
+                o.rate.as_ref().filter(|_| rate_too).map(|x| x.span().start),
+            ),
+        ];
+        if let Some((key, at)) = keys.iter().find_map(|(k, a)| a.map(|a| (k, a))) {
+            return Err(err(
+                at,
+                format!("{key} is not used by design = \"{design}\": set {instead}"),
+            ));
+        }
+    }
+    Ok(())
+}
