@@ -381,18 +381,51 @@ fn committed_results_match_their_raw_logs() {
     assert!(checked >= 3, "only {checked} committed runs found");
 }
 
-/// results/README.md: its generated tables are what the runs' reports say
-/// today, and every interval typed into its other tables is in a report of
-/// a run its section links to.
+/// results/README.md (the index) and every other page directly in results/
+/// (`results/*.md`): each page's generated tables are what the runs' reports
+/// say today, and every interval typed into its other tables is in a report
+/// of a run its section links to. The index stays under 150 lines and each
+/// page under 400.
 #[test]
 fn results_readme_tables_come_from_the_runs() {
     let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
-    let text = std::fs::read_to_string(results.join("README.md")).unwrap();
-    let filled = analysis::digest::fill(&text, &results).unwrap();
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
     assert!(
-        filled == text,
-        "results/README.md has stale generated tables: run `cargo run -p analysis --bin results-tables -- results/README.md`"
+        pages.iter().any(|p| p.ends_with("README.md")),
+        "results/README.md is missing"
     );
-    let problems = analysis::digest::unsourced_figures(&text, &results);
-    assert!(problems.is_empty(), "results/README.md: {problems:#?}");
+    let mut problems = Vec::new();
+    for page in &pages {
+        let name = format!("results/{}", page.file_name().unwrap().to_string_lossy());
+        let text = std::fs::read_to_string(page).unwrap();
+        let limit = if page.ends_with("README.md") {
+            150
+        } else {
+            400
+        };
+        let lines = text.lines().count();
+        if lines >= limit {
+            problems.push(format!(
+                "{name} has {lines} lines; it must stay under {limit} (split it by topic)"
+            ));
+        }
+        match analysis::digest::fill(&text, &results) {
+            Ok(filled) if filled == text => {}
+            Ok(_) => problems.push(format!(
+                "{name} has stale generated tables: run `cargo run -p analysis --bin results-tables -- {name}`"
+            )),
+            Err(e) => problems.push(format!("{name}: {e:#}")),
+        }
+        for p in analysis::digest::unsourced_figures(&text, &results) {
+            problems.push(format!("{name}: {p}"));
+        }
+    }
+    assert!(pages.len() > 1, "no topic pages beside results/README.md");
+    assert!(problems.is_empty(), "{problems:#?}");
 }
