@@ -316,3 +316,54 @@ fn every_kind_of_run_report_opens_cleanly_in_chromium_at_phone_and_desktop_width
         }
     }
 }
+
+/// The index of every committed run (`results/index.html`, as this code
+/// renders it) at phone and desktop width: opens cleanly, fetches
+/// nothing, fits the window, lists every run, and its two menus filter
+/// the rows by design and by comparison.
+#[test]
+fn the_index_of_runs_opens_cleanly_and_filters_at_phone_and_desktop_width() {
+    let results = root().join("results");
+    let runs = analysis::runs_index::gather(&results).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("index.html");
+    std::fs::write(&page, analysis::export::runs_html::page(&runs)).unwrap();
+    let sweeps = runs.iter().filter(|r| r.design == "sweep").count();
+    let with_aa = runs
+        .iter()
+        .filter(|r| r.answers.iter().any(|a| a.aa))
+        .count();
+    assert!(sweeps > 0 && with_aa > 0 && runs.len() > sweeps + with_aa);
+    // The rows shown after choosing `design` and `comparison` in the menus.
+    let shown = |tab: &Tab, design: &str, comparison: &str| -> (u64, String) {
+        let js = format!(
+            "(() => {{ for (const [id, v] of [['design', '{design}'], ['comparison', '{comparison}']]) {{\
+               const s = document.getElementById(id); s.value = v; s.dispatchEvent(new Event('change')); }}\
+               const rows = [...document.querySelectorAll('tbody tr')].filter(r => !r.hidden);\
+               return JSON.stringify([rows.length, document.getElementById('shown').textContent]); }})()"
+        );
+        let v = tab.evaluate(&js, false).unwrap().value.unwrap();
+        let v: serde_json::Value = serde_json::from_str(v.as_str().unwrap()).unwrap();
+        (v[0].as_u64().unwrap(), v[1].as_str().unwrap().to_string())
+    };
+    let browser = browser();
+    for width in [390, 1280] {
+        let at = format!("the index at {width} px");
+        let (probe, errors, tab) = open(&browser, &page, width);
+        assert!(errors.is_empty(), "{at}: {errors:?}");
+        assert_eq!(probe["fetches"], 0, "{at}: the page loads something");
+        assert!(
+            probe["scroll"].as_u64() <= probe["inner"].as_u64(),
+            "{at}: the page is wider than the window: {} > {}",
+            probe["scroll"],
+            probe["inner"]
+        );
+        let n = runs.len() as u64;
+        assert_eq!(shown(&tab, "", ""), (n, n.to_string()), "{at}");
+        let s = sweeps as u64;
+        assert_eq!(shown(&tab, "sweep", ""), (s, s.to_string()), "{at}");
+        let a = with_aa as u64;
+        assert_eq!(shown(&tab, "", "A/A"), (a, a.to_string()), "{at}");
+        assert_eq!(shown(&tab, "sweep", "A/A").0, 0, "{at}");
+    }
+}

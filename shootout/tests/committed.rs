@@ -270,3 +270,26 @@ fn a_path_climbing_past_the_root_is_seen() {
     assert!(!escapes("results/README.md", "../docs/original-study.md"));
     assert!(escapes("results/README.md", "../../x"));
 }
+
+/// `results/index.html` is the index this code renders from the committed
+/// runs (`shootout report` rebuilds it), and links every run's page.
+#[test]
+fn the_index_of_runs_is_current_and_lists_every_run() {
+    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    let runs = analysis::runs_index::gather(&results).unwrap();
+    let page = analysis::export::runs_html::page(&runs);
+    let committed = std::fs::read_to_string(results.join("index.html")).unwrap_or_default();
+    assert!(
+        committed == page,
+        "results/index.html is stale: run `cargo run -p shootout -- report` on any run under results/"
+    );
+    for dir in std::fs::read_dir(&results).unwrap().flatten() {
+        if dir.path().join("meta.json").is_file() {
+            let name = dir.file_name().to_string_lossy().into_owned();
+            assert!(
+                page.contains(&format!("href=\"{name}/")),
+                "results/index.html does not link {name}"
+            );
+        }
+    }
+}

@@ -112,7 +112,7 @@ details{margin:1em 0}summary{cursor:pointer}\
 ul.files{columns:2 18em;font-size:.85rem;padding-left:1.2em}\
 @media (max-width:600px){body{font-size:15px}main{padding:10px}th,td{padding:3px 5px}table.answers,.answers tbody,.answers tr,.answers td{display:block;border:0}.answers thead{display:none}.answers tr{border:1px solid var(--line);margin:6px 0;padding:4px}.answers td.num{text-align:left}}";
 
-fn head(out: &mut String, title: &str) {
+pub(crate) fn head(out: &mut String, title: &str) {
     let _ = writeln!(
         out,
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\

@@ -20,13 +20,13 @@
 //! several (`runs = N`), else over the blocks of its one run (which covers
 //! that run's blocks only; see the README's coverage section).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::report::{PairedRow, PairedTable};
 use super::stats::RatioCi;
 
-/// One comparison's answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One comparison's answer (as `summary.json` keeps it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     /// The compared row and the row it was compared with (names).
     pub row: String,
@@ -39,16 +39,16 @@ pub struct Answer {
     pub verdict: Verdict,
     /// A process ran where the scheduler put it (`placement = "free"`):
     /// the answer may measure the scheduler, and says so.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub placement_free: bool,
     /// The table has no A/A row: a difference rests on its interval
     /// alone, and says so.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub without_aa: bool,
 }
 
 /// What a comparison decides.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Verdict {
     /// The row serves fewer 2xx/s, by `pct` percent.

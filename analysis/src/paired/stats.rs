@@ -4,7 +4,7 @@
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// A ratio and its 95% confidence interval (all as ratios, not logs).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RatioCi {
     pub ratio: f64,
     pub lo: f64,

@@ -1,4 +1,5 @@
-//! `shootout report DIR…`.
+//! `shootout report DIR…`: each run's page, and the index of the runs
+//! (`results/index.html`) where the runs' directory keeps a history.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,6 +23,30 @@ pub(super) fn run(a: Args) -> ExitCode {
             }
             Err(e) => {
                 eprintln!("shootout: {}: {e:#}", dir.display());
+                failed = true;
+            }
+        }
+    }
+    // A results directory that keeps a history (`history.json`) keeps an
+    // index of its runs too: rebuilt once for each such directory.
+    let mut parents: Vec<&std::path::Path> = a
+        .dirs
+        .iter()
+        .filter_map(|d| d.parent())
+        .filter(|p| p.join("history.json").is_file())
+        .collect();
+    parents.dedup();
+    for results in parents {
+        match analysis::runs_index::write(results) {
+            Ok(()) => {
+                let _ = writeln!(
+                    std::io::stdout().lock(),
+                    "{}",
+                    results.join("index.html").display()
+                );
+            }
+            Err(e) => {
+                eprintln!("shootout: {}: index of runs: {e:#}", results.display());
                 failed = true;
             }
         }

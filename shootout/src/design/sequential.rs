@@ -58,6 +58,11 @@ pub fn run(job: &Job) -> (RowRecord, Option<Interrupted>) {
     RowRecord::build(job.scenario, job.repetition, facts, outcome)
 }
 
+/// How long a failed loadgen waits for news of its server before its own
+/// error is the row's: a server that died (a remote one is heard of over
+/// ssh) is the cause to report.
+const LOADGEN_FAILED_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 fn run_stages(job: &Job, facts: &mut RowFacts) -> anyhow::Result<()> {
     let s = job.scenario;
     let place = job.place()?;
@@ -91,6 +96,7 @@ fn run_stages(job: &Job, facts: &mut RowFacts) -> anyhow::Result<()> {
         if st.code().is_some() {
             if let Err(e) = load::keep(&l.log) {
                 if !st.success() {
+                    stack.died_within(LOADGEN_FAILED_GRACE)?;
                     let why = l.proc_.stderr().tail();
                     bail!("{}loadgen exited with {st}: {why}", l.host.prefix());
                 }
@@ -109,6 +115,7 @@ fn run_stages(job: &Job, facts: &mut RowFacts) -> anyhow::Result<()> {
     facts.loaded = Some((worst_exit(&status), rps));
     for (l, st) in loadgens.iter().zip(&status) {
         if !st.success() {
+            stack.died_within(LOADGEN_FAILED_GRACE)?;
             bail!(
                 "{}loadgen exited with {st}: {}",
                 l.host.prefix(),

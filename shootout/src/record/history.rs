@@ -204,7 +204,8 @@ pub fn write(results: &Path, repo: &Path) -> anyhow::Result<History> {
 }
 
 /// After a paired run into a results directory that keeps a history
-/// (`history.json` beside the run): writes it anew, renders the run's page
+/// (`history.json` beside the run): writes it and the index of runs
+/// (`index.html`) anew, renders the run's page
 /// again (it draws its comparisons' sittings from it) and prints, for each of
 /// this run's comparisons with three sittings or more, its answer across
 /// them. Elsewhere (a test's scratch directory) it does nothing.
@@ -220,6 +221,7 @@ pub fn after_run(run_dir: &Path) -> anyhow::Result<()> {
     // Its page draws the comparisons' sittings from the history just
     // written: render it again.
     crate::record::report::analyse(run_dir)?;
+    analysis::runs_index::write(results)?;
     let run = run_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned());

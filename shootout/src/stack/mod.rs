@@ -253,6 +253,20 @@ impl Stack {
         Ok(())
     }
 
+    /// After a loadgen failed: the server's death when the server has
+    /// exited or exits within `grace` (the root cause: a loadgen whose
+    /// server died fails to connect, and may say so first), else Ok.
+    pub fn died_within(&mut self, grace: Duration) -> anyhow::Result<()> {
+        let deadline = std::time::Instant::now() + grace;
+        loop {
+            self.check_alive()?;
+            if std::time::Instant::now() >= deadline {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Stops nginx, then the server (SIGTERM, SIGKILL after 10 s); an error
     /// when the server did not exit 0, with the tail of its stderr.
     pub fn stop(mut self) -> (Stopped, anyhow::Result<()>) {

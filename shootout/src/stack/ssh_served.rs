@@ -208,7 +208,16 @@ impl OverSsh {
             }
         }
         match &mut self.client {
-            Client::Drained(p) => drop(p.stop(Duration::from_secs(5))),
+            Client::Drained(p) => {
+                // The server is gone: what runs it there (script(1), or the
+                // emulator on Xvfb) ends by itself, Xvfb last; wait for that
+                // before the ssh client here goes, so nothing is left there.
+                let deadline = Instant::now() + Duration::from_secs(7);
+                while self.status.is_some() && p.try_wait().is_none() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                drop(p.stop(Duration::from_secs(5)))
+            }
             Client::Drawn(x) => drop(x.stop(Duration::from_secs(5))),
         }
         let _ = self.follower.stop(Duration::from_secs(2));
@@ -262,8 +271,11 @@ impl Drop for OverSsh {
 /// server's host, in `dir`: `xvfb-run` picks a free display (`-a`), keeps
 /// its X authority file in `dir` (so the Xvfb command line names the row's
 /// directory, as every process the row starts there does) and stops Xvfb
-/// when the emulator exits, which it does when the server has. Their
-/// stderr comes back over ssh (a missing `xvfb-run` is reported).
+/// when the emulator exits, which it does when the server has. xvfb-run
+/// only signals Xvfb on its way out, so the command then waits (up to 5 s,
+/// then SIGKILL) until no Xvfb with the row's authority file is left: the
+/// row ends with nothing of it running. Their stderr comes back over ssh
+/// (a missing `xvfb-run` is reported).
 fn drawn_on_host(kind: Kind, dir: &str, script: &str) -> String {
     let (env, argv) = kind.argv();
     let env: Vec<String> = env
@@ -272,10 +284,13 @@ fn drawn_on_host(kind: Kind, dir: &str, script: &str) -> String {
         .collect();
     let argv: Vec<String> = argv.iter().map(|a| quote(a)).collect();
     format!(
-        "cd {dir} || exit 1; exec env {env} xvfb-run -a -f {auth} -s {screen} {argv} -e sh -c {script} >/dev/null",
+        "cd {dir} || exit 1; env {env} xvfb-run -a -f {auth} -s {screen} {argv} -e sh -c {script} >/dev/null; rc=$?; \
+         i=0; while pgrep -f -- {xvfb} >/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; \
+         pkill -KILL -f -- {xvfb}; exit $rc",
         dir = quote(dir),
         env = env.join(" "),
         auth = quote(&format!("{dir}/xauthority")),
+        xvfb = quote(&format!("^Xvfb .*-auth {dir}/xauthority")),
         screen = quote(&format!("-screen 0 {}", crate::stack::emulator::SCREEN)),
         argv = argv.join(" "),
         script = quote(script),

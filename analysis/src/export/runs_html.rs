@@ -1,0 +1,126 @@
+//! The page of every run (`results/index.html`): one row per run, newest
+//! first, with what it decided and a link to its own page; two menus
+//! filter the rows by design and by comparison. Self-contained like a
+//! run's page: inline CSS and a few lines of inline script, nothing
+//! fetched.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use super::html::{esc, head};
+use crate::runs_index::RunEntry;
+
+/// Filters the rows by the two menus (a row shows when it matches both).
+const SCRIPT: &str = "\
+const design = document.getElementById('design');\n\
+const comparison = document.getElementById('comparison');\n\
+const shown = document.getElementById('shown');\n\
+function filter() {\n\
+  let n = 0;\n\
+  for (const row of document.querySelectorAll('tr[data-design]')) {\n\
+    const hide = (design.value && row.dataset.design !== design.value)\n\
+      || (comparison.value && !row.dataset.comparisons.includes('|' + comparison.value + '|'));\n\
+    row.hidden = hide;\n\
+    if (!hide) n += 1;\n\
+  }\n\
+  shown.textContent = n;\n\
+}\n\
+design.addEventListener('change', filter);\n\
+comparison.addEventListener('change', filter);\n";
+
+/// The page for `runs` (newest first, as [`crate::runs_index::gather`]
+/// gives them).
+pub fn page(runs: &[RunEntry]) -> String {
+    let mut out = String::new();
+    head(&mut out, "Every run");
+    let _ = writeln!(
+        out,
+        "<header><h1>Every run</h1>\n<p class=\"sub\"><span id=\"shown\">{}</span> of {} runs, \
+         newest first. Each links to its own page; ratios are 2xx/s with their 95 % intervals. \
+         Rebuilt by <code>shootout report</code>.</p></header>",
+        runs.len(),
+        runs.len()
+    );
+    menus(&mut out, runs);
+    let _ = writeln!(
+        out,
+        "<div class=\"scroll\"><table class=\"runs\"><thead><tr><th>Run</th><th>Design</th>\
+         <th>Scenario</th><th>Commit</th><th>What it decided</th></tr></thead><tbody>"
+    );
+    for r in runs {
+        row(&mut out, r);
+    }
+    let _ = writeln!(
+        out,
+        "</tbody></table></div>\n<script>\n{SCRIPT}</script>\n</main>\n</body>\n</html>"
+    );
+    out
+}
+
+fn menus(out: &mut String, runs: &[RunEntry]) {
+    let designs: BTreeSet<&str> = runs.iter().map(|r| r.design.as_str()).collect();
+    let comparisons: BTreeSet<String> = runs
+        .iter()
+        .flat_map(|r| r.answers.iter().map(|a| a.name()))
+        .collect();
+    let options = |all: &str, values: Vec<&str>| {
+        let mut s = format!("<option value=\"\">{all}</option>");
+        for v in values {
+            let _ = write!(s, "<option>{}</option>", esc(v));
+        }
+        s
+    };
+    let _ = writeln!(
+        out,
+        "<p class=\"filters\"><label>Design <select id=\"design\">{}</select></label> \
+         <label>Comparison <select id=\"comparison\">{}</select></label></p>",
+        options("every design", designs.into_iter().collect()),
+        options(
+            "every comparison",
+            comparisons.iter().map(String::as_str).collect()
+        )
+    );
+}
+
+fn row(out: &mut String, r: &RunEntry) {
+    let comparisons: String = r.answers.iter().map(|a| format!("{}|", a.name())).collect();
+    let dirty = match r.dirty {
+        Some(true) => " <span class=\"note\">(uncommitted changes)</span>",
+        Some(false) => "",
+        None => " <span class=\"note\">(tree unknown)</span>",
+    };
+    let decided = if r.answers.is_empty() {
+        r.titles
+            .iter()
+            .map(|t| esc(t))
+            .collect::<Vec<_>>()
+            .join("<br>")
+    } else {
+        r.answers
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} {}: {}",
+                    esc(&a.name()),
+                    esc(&a.figure()),
+                    esc(&a.words())
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("<br>")
+    };
+    let _ = writeln!(
+        out,
+        "<tr data-design=\"{}\" data-comparisons=\"|{}\"><td><a href=\"{}\">{}</a><br>\
+         <span class=\"note\">{}</span></td><td>{}</td><td><code>{}</code></td>\
+         <td><code>{}</code>{dirty}</td><td>{decided}</td></tr>",
+        esc(&r.design),
+        esc(&comparisons),
+        esc(&r.page),
+        esc(&r.date),
+        esc(&r.run),
+        esc(&r.design),
+        esc(&r.source),
+        esc(&r.commit),
+    );
+}
