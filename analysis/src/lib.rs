@@ -3,6 +3,7 @@
 //! library the runner calls, and the `analysis` binary.
 
 pub mod coverage;
+pub mod coverage_plan;
 pub mod digest;
 pub mod export;
 pub mod files;

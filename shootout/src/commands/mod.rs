@@ -3,6 +3,7 @@
 
 mod calibrate;
 mod coverage;
+mod coverage_plan;
 mod history;
 mod hosts;
 mod list;
@@ -55,6 +56,10 @@ enum Cmd {
     /// run of scenarios/coverage.toml (DUET) and one of
     /// scenarios/coverage-alone.toml (ALONE); writes DUET/coverage.json.
     Coverage(coverage::Args),
+    /// The pre-registered coverage plan (docs/coverage-plan.md) judged on
+    /// its sittings and its alone reference; writes coverage.json into the
+    /// newest sitting.
+    CoveragePlan(coverage_plan::Args),
     /// Sweep runs of one scenario file side by side: each max rate per run,
     /// its spread, whether it reproduced within 5 %, and whether one run's
     /// intervals held the others' figures (markdown, or --json).
@@ -114,6 +119,7 @@ pub fn main() -> ExitCode {
         Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Hosts(a) => hosts::run(a),
         Cmd::Coverage(a) => coverage::run(a),
+        Cmd::CoveragePlan(a) => coverage_plan::run(a),
         Cmd::Reruns(a) => reruns::run(a),
         Cmd::SinkLaw(a) => sink_law::run(a),
         Cmd::History(a) => history::run(a),
