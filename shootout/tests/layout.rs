@@ -1,6 +1,8 @@
 //! Guards the runner's layout (see the stage map in the crate README):
 //! host kinds are decided in `src/place/` only, no function grows past 120
-//! lines, and the modules under `src/` import each other without circles.
+//! lines, the modules under `src/` import each other without circles, and
+//! the README names every source file and every scenario file (and no file
+//! that is gone).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -280,5 +282,118 @@ fn contributing_cites_files_and_items_that_exist() {
     assert!(
         missing.is_empty(),
         "CONTRIBUTING.md cites what the code does not have: {missing:?}"
+    );
+}
+
+/// The crate README's text between the heading `## {title}` and the next
+/// `## ` heading.
+fn readme_section(title: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let heading = format!("## {title}\n");
+    let start = text
+        .find(&heading)
+        .unwrap_or_else(|| panic!("shootout/README.md has no `## {title}` section"));
+    let body = &text[start + heading.len()..];
+    let end = body.find("\n## ").unwrap_or(body.len());
+    body[..end].to_string()
+}
+
+/// The backticked words of `text` that end in `ext`.
+fn quoted_with(text: &str, ext: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|q| q.ends_with(ext))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The README's stage map names every `.rs` file under `src/` and no other.
+/// The rule: the table has one row per folder, its first cell the folder
+/// below `src/` in backticks (`` `config/` ``), or `` `src/` `` for the files
+/// at the top of `src/` (`lib.rs`, `main.rs`, ...). A file `src/F/x.rs` is
+/// named when the row of `F/` quotes `` `x.rs` `` (the bare file name, in
+/// backticks); and every `` `*.rs` `` a row quotes must be a file of that
+/// row's folder (so a row quotes no paths, and no other folder's files).
+#[test]
+fn readme_stage_map_names_every_source_file_and_no_other() {
+    let map = readme_section("Stage map");
+    let mut rows: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for row in map.lines().filter(|l| l.starts_with("| `")) {
+        let folder = row.split('`').nth(1).unwrap();
+        let folder = if folder == "src/" { "" } else { folder };
+        let rest = &row[row[2..].find('|').unwrap() + 2..];
+        rows.entry(folder.to_string())
+            .or_default()
+            .extend(quoted_with(rest, ".rs"));
+    }
+    assert!(rows.len() > 5, "no stage map table in shootout/README.md");
+    let files: BTreeSet<String> = sources().iter().map(|(p, _)| rel(p)).collect();
+    let mut problems = Vec::new();
+    for file in &files {
+        let (folder, name) = match file.rfind('/') {
+            Some(at) => (&file[..=at], &file[at + 1..]),
+            None => ("", file.as_str()),
+        };
+        if !rows.get(folder).is_some_and(|names| names.contains(name)) {
+            let row = if folder.is_empty() { "src/" } else { folder };
+            problems.push(format!(
+                "src/{file} is not named: add `{name}` to the `{row}` row"
+            ));
+        }
+    }
+    for (folder, names) in &rows {
+        for name in names {
+            if !files.contains(&format!("{folder}{name}")) {
+                let row = if folder.is_empty() { "src/" } else { folder };
+                problems.push(format!(
+                    "the `{row}` row names `{name}`, but src/{folder}{name} does not exist"
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "shootout/README.md's stage map and src/ disagree:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The README's "Scenario files" section lists every `scenarios/*.toml` by
+/// its file name in backticks (`` `quick.toml` ``), and every `` `*.toml` ``
+/// it quotes (bare or as `scenarios/NAME.toml`) is a file in `scenarios/`.
+#[test]
+fn readme_lists_every_scenario_file_and_no_other() {
+    let section = readme_section("Scenario files");
+    let listed: BTreeSet<String> = quoted_with(&section, ".toml")
+        .into_iter()
+        .map(|q| q.trim_start_matches("scenarios/").to_string())
+        .collect();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let files: BTreeSet<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".toml"))
+        .collect();
+    assert!(
+        files.len() > 20,
+        "found only {} scenario files",
+        files.len()
+    );
+    let mut problems: Vec<String> = files
+        .difference(&listed)
+        .map(|f| format!("scenarios/{f} is not listed: add a line for `{f}`"))
+        .collect();
+    problems.extend(
+        listed
+            .difference(&files)
+            .map(|f| format!("`{f}` is listed, but scenarios/{f} does not exist")),
+    );
+    assert!(
+        problems.is_empty(),
+        "shootout/README.md's \"Scenario files\" and scenarios/ disagree:\n{}",
+        problems.join("\n")
     );
 }
