@@ -249,9 +249,15 @@ fn every_kind_of_run_report_opens_cleanly_in_chromium_at_phone_and_desktop_width
             String::from_utf8_lossy(&out.stderr)
         );
         let page = to.join("index.html");
+        // The run's page, then the index of the runs beside it (the copy of
+        // history.json marks tmp as a results directory).
         assert_eq!(
             String::from_utf8_lossy(&out.stdout).trim(),
-            page.display().to_string()
+            format!(
+                "{}\n{}",
+                page.display(),
+                tmp.path().join("index.html").display()
+            )
         );
         // The committed page is the one this code renders.
         let committed = std::fs::read(from.join("index.html"))
