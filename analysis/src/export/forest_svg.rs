@@ -64,9 +64,11 @@ pub fn sittings(history: &[Comparison], run: &str) -> String {
         };
         for s in &c.sittings {
             lines.push(Line {
+                // Month, day and time: with the year, a long name's label
+                // ran past the plot's left edge (the page clipped it).
                 label: format!(
                     "{name} {}",
-                    s.date.get(..16).unwrap_or(&s.date).replace('T', " ")
+                    s.date.get(5..16).unwrap_or(&s.date).replace('T', " ")
                 ),
                 ratio: s.ratio,
                 lo: s.lo,
