@@ -1,13 +1,27 @@
 //! Guards the runner's layout (see the stage map in the crate README):
-//! host kinds are decided in `src/place/` only, no function grows past 120
-//! lines, the modules under `src/` import each other without circles, and
-//! the README names every source file and every scenario file (and no file
-//! that is gone).
+//! host kinds are decided in `src/place/` only; in shootout, analysis and
+//! loadgen (`CRATES`), no function grows past 120 lines and the files under
+//! `src/` import each other (by `crate::` paths) without circles; and the README names every source file and every
+//! scenario file (and no file that is gone).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-fn sources() -> Vec<(PathBuf, String)> {
+/// The crates whose `src/` the layout checks read: name and `src/` below
+/// shootout's manifest directory.
+const CRATES: [(&str, &str); 3] = [
+    ("shootout", "src"),
+    ("analysis", "../analysis/src"),
+    ("loadgen", "../loadgen/src"),
+];
+
+/// A crate's `src/` directory, from its entry in `CRATES`.
+fn crate_src(dir: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)
+}
+
+/// Every `.rs` file under `src` with its text, sorted by path.
+fn sources(src: &Path) -> Vec<(PathBuf, String)> {
     fn walk(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {
             let path = entry.path();
@@ -19,18 +33,21 @@ fn sources() -> Vec<(PathBuf, String)> {
             }
         }
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut out = Vec::new();
-    walk(&src, &mut out);
+    walk(src, &mut out);
     out.sort();
-    assert!(out.len() > 20, "found only {} files", out.len());
+    assert!(
+        out.len() > 10,
+        "found only {} files in {}",
+        out.len(),
+        src.display()
+    );
     out
 }
 
-/// The file's path below `src/`, e.g. `place/host.rs`.
-fn rel(path: &Path) -> String {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    path.strip_prefix(&src).unwrap().display().to_string()
+/// The file's path below `src`, e.g. `place/host.rs`.
+fn rel(src: &Path, path: &Path) -> String {
+    path.strip_prefix(src).unwrap().display().to_string()
 }
 
 #[test]
@@ -45,14 +62,16 @@ fn host_kinds_are_decided_in_the_place_folder_only() {
         "CpuReader::There",
         "is_remote(",
     ];
+    let src = crate_src("src");
     let mut found = Vec::new();
-    for (path, text) in sources() {
-        if rel(&path).starts_with("place/") {
+    for (path, text) in sources(&src) {
+        let rel = rel(&src, &path);
+        if rel.starts_with("place/") {
             continue;
         }
         for (n, line) in text.lines().enumerate() {
             if let Some(k) = kinds.iter().find(|k| line.contains(*k)) {
-                found.push(format!("{}:{}: {k}", rel(&path), n + 1));
+                found.push(format!("{rel}:{}: {k}", n + 1));
             }
         }
     }
@@ -63,10 +82,11 @@ fn host_kinds_are_decided_in_the_place_folder_only() {
     );
 }
 
-#[test]
-fn no_function_is_longer_than_120_lines() {
+/// The functions of the files under `src` longer than 120 lines, as
+/// `{krate}: src/FILE:LINE: fn NAME: N lines`.
+fn long_functions(krate: &str, src: &Path) -> Vec<String> {
     let mut long = Vec::new();
-    for (path, text) in sources() {
+    for (path, text) in sources(src) {
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
             let trimmed = line.trim_start();
@@ -82,10 +102,28 @@ fn no_function_is_longer_than_120_lines() {
                 continue;
             };
             if end + 1 > 120 {
-                long.push(format!("{}:{}: {} lines", rel(&path), i + 1, end + 1));
+                let name: String = trimmed[trimmed.find("fn ").unwrap() + 3..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                long.push(format!(
+                    "{krate}: src/{}:{}: fn {name}: {} lines",
+                    rel(src, &path),
+                    i + 1,
+                    end + 1
+                ));
             }
         }
     }
+    long
+}
+
+#[test]
+fn no_function_is_longer_than_120_lines() {
+    let long: Vec<String> = CRATES
+        .iter()
+        .flat_map(|(krate, dir)| long_functions(krate, &crate_src(dir)))
+        .collect();
     assert!(
         long.is_empty(),
         "functions over 120 lines:\n{}",
@@ -125,20 +163,8 @@ fn imports(text: &str, files: &BTreeSet<String>) -> BTreeSet<String> {
     out
 }
 
-#[test]
-fn modules_import_each_other_without_circles() {
-    let sources = sources();
-    let files: BTreeSet<String> = sources.iter().map(|(p, _)| rel(p)).collect();
-    let graph: BTreeMap<String, BTreeSet<String>> = sources
-        .iter()
-        .map(|(p, text)| {
-            let me = rel(p);
-            let mut to = imports(text, &files);
-            to.remove(&me);
-            // A folder's mod.rs declares its children; that is not a use.
-            (me, to.into_iter().filter(|t| t != "lib.rs").collect())
-        })
-        .collect();
+/// A circle in `graph` (file to the files it imports), if there is one.
+fn find_circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     // Depth-first search for a back edge.
     fn visit(
         node: &str,
@@ -171,11 +197,44 @@ fn modules_import_each_other_without_circles() {
     let mut state = BTreeMap::new();
     for node in graph.keys() {
         if state.get(node.as_str()).copied().unwrap_or(0) == 0 {
-            if let Some(c) = visit(node, &graph, &mut state, &mut Vec::new()) {
-                panic!("an import circle: {}", c.join(" -> "));
+            if let Some(c) = visit(node, graph, &mut state, &mut Vec::new()) {
+                return Some(c);
             }
         }
     }
+    None
+}
+
+/// The import graph of the files under `src`: file to the files it imports.
+fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let sources = sources(src);
+    let files: BTreeSet<String> = sources.iter().map(|(p, _)| rel(src, p)).collect();
+    sources
+        .iter()
+        .map(|(p, text)| {
+            let me = rel(src, p);
+            let mut to = imports(text, &files);
+            to.remove(&me);
+            // A folder's mod.rs declares its children; that is not a use.
+            (me, to.into_iter().filter(|t| t != "lib.rs").collect())
+        })
+        .collect()
+}
+
+#[test]
+fn modules_import_each_other_without_circles() {
+    let mut circles = Vec::new();
+    for (krate, dir) in CRATES {
+        if let Some(c) = find_circle(&import_graph(&crate_src(dir))) {
+            let c: Vec<String> = c.iter().map(|f| format!("src/{f}")).collect();
+            circles.push(format!("{krate}: {}", c.join(" -> ")));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles (one per crate shown):\n{}",
+        circles.join("\n")
+    );
 }
 
 /// Every `.rs` file of the workspace's crates (not target/, not results/).
@@ -329,7 +388,8 @@ fn readme_stage_map_names_every_source_file_and_no_other() {
             .extend(quoted_with(rest, ".rs"));
     }
     assert!(rows.len() > 5, "no stage map table in shootout/README.md");
-    let files: BTreeSet<String> = sources().iter().map(|(p, _)| rel(p)).collect();
+    let src = crate_src("src");
+    let files: BTreeSet<String> = sources(&src).iter().map(|(p, _)| rel(&src, p)).collect();
     let mut problems = Vec::new();
     for file in &files {
         let (folder, name) = match file.rfind('/') {
