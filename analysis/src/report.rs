@@ -228,12 +228,10 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
             continue;
         }
         if table.spec.design.as_deref() == Some("paired") {
-            paired.extend(crate::paired::report::build(
-                &table.name,
-                &table.dir,
-                &table.spec,
-                problems,
-            ));
+            let built =
+                crate::paired::report::build(&table.name, &table.dir, &table.spec, problems);
+            // Answers only where the runner recorded which rows are A/A rows.
+            paired.extend(built.map(|t| crate::paired::answer::with_answers(t, &table.spec)));
             continue;
         }
         out.extend(sequential_table(table, opts, problems));

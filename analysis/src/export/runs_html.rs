@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::path::Path;
 
-use super::html::{esc, head};
+use super::html::head;
+use super::parts::esc;
 use crate::runs_index::{gather, RunEntry};
 
 /// Filters the rows by the two menus (a row shows when it matches both).
