@@ -228,127 +228,13 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
             continue;
         }
         if table.spec.design.as_deref() == Some("paired") {
-            paired.extend(crate::paired::report::build(
-                &table.name,
-                &table.dir,
-                &table.spec,
-                problems,
-            ));
+            let built =
+                crate::paired::report::build(&table.name, &table.dir, &table.spec, problems);
+            // Answers only where the runner recorded which rows are A/A rows.
+            paired.extend(built.map(|t| crate::paired::answer::with_answers(t, &table.spec)));
             continue;
         }
-        let mut rows = Vec::new();
-        for name in row_order(table) {
-            let logs: Vec<&RunLog> = table.logs.iter().filter(|l| l.row == name).collect();
-            let reps = merge::repetitions(&logs, opts.skip, problems);
-            if reps.is_empty() {
-                continue;
-            }
-            let label = table
-                .spec
-                .row
-                .iter()
-                .find(|r| r.name == name)
-                .and_then(|r| r.label.clone())
-                .unwrap_or_else(|| name.clone());
-            rows.push((name, label, reps));
-        }
-        if rows.is_empty() {
-            continue;
-        }
-        let wanted = opts
-            .baseline
-            .clone()
-            .or_else(|| table.spec.baseline.clone());
-        let base_idx = match &wanted {
-            Some(b) => rows.iter().position(|(n, _, _)| n == b).unwrap_or_else(|| {
-                problems.push(Problem(format!(
-                    "{}: baseline {b:?} has no usable log; using {:?}",
-                    table.dir.display(),
-                    rows[0].0
-                )));
-                0
-            }),
-            None => 0,
-        };
-        let base_sample = sample(&rows[base_idx].2);
-        let base_mean = describe(&base_sample).map_or(f64::NAN, |d| d.mean);
-        let base_means = repetition_means(&rows[base_idx].2);
-        let original_of = |name: &str| -> Option<Original> {
-            table.spec.row.iter().find(|r| r.name == name)?.original
-        };
-        let base_original = original_of(&rows[base_idx].0);
-        let built = rows
-            .iter()
-            .enumerate()
-            .filter_map(|(i, (name, label, reps))| {
-                let s = sample(reps);
-                let mut rps = describe(&s)?;
-                let means = repetition_means(reps);
-                // Intervals of one run are not independent; with two or
-                // more runs, the mean's CI comes from the runs' means.
-                if let Some(d) = describe(&means).filter(|d| d.n > 1) {
-                    rps.ci95 = d.ci95;
-                }
-                let ratio = rps.mean / base_mean;
-                // Over repetitions, the independent unit: none with fewer
-                // than two on either side.
-                let welch_p = if i == base_idx {
-                    None
-                } else {
-                    welch(&means, &base_means)
-                };
-                let ratio_ci95 = if i == base_idx {
-                    Some(0.0)
-                } else {
-                    ratio_ci95(&means, &base_means)
-                };
-                let original = original_of(name).map(|o| {
-                    let ratio_o = base_original.map(|b| o.rps / b.rps);
-                    let difference = ratio_o.map(|r| ratio - r);
-                    Compared {
-                        rps: o.rps,
-                        sd: o.sd,
-                        ratio: ratio_o,
-                        ratio_difference: difference,
-                        within_ci: difference.zip(ratio_ci95).map(|(d, ci)| d.abs() <= ci),
-                    }
-                });
-                Some(RowReport {
-                    name: name.clone(),
-                    label: label.clone(),
-                    rps,
-                    repetitions: reps.len(),
-                    repetition_means: means,
-                    shards: reps.iter().map(|r| r.shards).max().unwrap_or(1),
-                    per_shard: reps.iter().flat_map(|r| r.per_shard.clone()).collect(),
-                    ratio,
-                    ratio_ci95,
-                    original,
-                    welch: welch_p,
-                    latency_us: crate::latency::of_row(reps),
-                    non_2xx: sum_opt(
-                        reps.iter()
-                            .flat_map(|r| r.intervals.iter().map(|i| i.non_ok)),
-                    ),
-                    errors: sum_opt(
-                        reps.iter()
-                            .flat_map(|r| r.intervals.iter().map(|i| i.errors)),
-                    ),
-                    availability_pct: availability(reps),
-                    series: reps.iter().map(series).collect(),
-                })
-            })
-            .collect();
-        out.push(TableReport {
-            name: table.name.clone(),
-            title: table
-                .spec
-                .title
-                .clone()
-                .unwrap_or_else(|| table.name.clone()),
-            baseline: rows[base_idx].0.clone(),
-            rows: built,
-        });
+        out.extend(sequential_table(table, opts, problems));
     }
     Report {
         skip: opts.skip,
@@ -359,6 +245,139 @@ pub fn build(tables: &[TableInput], opts: &Options, problems: &mut Vec<Problem>)
         sinks,
         source: Source::default(),
     }
+}
+
+/// The rows of a sequential table with usable logs, in `row_order`:
+/// (name, label, repetitions).
+fn logged_rows(
+    table: &TableInput,
+    opts: &Options,
+    problems: &mut Vec<Problem>,
+) -> Vec<(String, String, Vec<Repetition>)> {
+    let mut rows = Vec::new();
+    for name in row_order(table) {
+        let logs: Vec<&RunLog> = table.logs.iter().filter(|l| l.row == name).collect();
+        let reps = merge::repetitions(&logs, opts.skip, problems);
+        if reps.is_empty() {
+            continue;
+        }
+        let label = table
+            .spec
+            .row
+            .iter()
+            .find(|r| r.name == name)
+            .and_then(|r| r.label.clone())
+            .unwrap_or_else(|| name.clone());
+        rows.push((name, label, reps));
+    }
+    rows
+}
+
+/// A sequential table: each row's mean RPS and its ratio to the baseline
+/// row, or None when no row has a usable log.
+fn sequential_table(
+    table: &TableInput,
+    opts: &Options,
+    problems: &mut Vec<Problem>,
+) -> Option<TableReport> {
+    let rows = logged_rows(table, opts, problems);
+    if rows.is_empty() {
+        return None;
+    }
+    let wanted = opts
+        .baseline
+        .clone()
+        .or_else(|| table.spec.baseline.clone());
+    let base_idx = match &wanted {
+        Some(b) => rows.iter().position(|(n, _, _)| n == b).unwrap_or_else(|| {
+            problems.push(Problem(format!(
+                "{}: baseline {b:?} has no usable log; using {:?}",
+                table.dir.display(),
+                rows[0].0
+            )));
+            0
+        }),
+        None => 0,
+    };
+    let base_sample = sample(&rows[base_idx].2);
+    let base_mean = describe(&base_sample).map_or(f64::NAN, |d| d.mean);
+    let base_means = repetition_means(&rows[base_idx].2);
+    let original_of = |name: &str| -> Option<Original> {
+        table.spec.row.iter().find(|r| r.name == name)?.original
+    };
+    let base_original = original_of(&rows[base_idx].0);
+    let built = rows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (name, label, reps))| {
+            let s = sample(reps);
+            let mut rps = describe(&s)?;
+            let means = repetition_means(reps);
+            // Intervals of one run are not independent; with two or
+            // more runs, the mean's CI comes from the runs' means.
+            if let Some(d) = describe(&means).filter(|d| d.n > 1) {
+                rps.ci95 = d.ci95;
+            }
+            let ratio = rps.mean / base_mean;
+            // Over repetitions, the independent unit: none with fewer
+            // than two on either side.
+            let welch_p = if i == base_idx {
+                None
+            } else {
+                welch(&means, &base_means)
+            };
+            let ratio_ci95 = if i == base_idx {
+                Some(0.0)
+            } else {
+                ratio_ci95(&means, &base_means)
+            };
+            let original = original_of(name).map(|o| {
+                let ratio_o = base_original.map(|b| o.rps / b.rps);
+                let difference = ratio_o.map(|r| ratio - r);
+                Compared {
+                    rps: o.rps,
+                    sd: o.sd,
+                    ratio: ratio_o,
+                    ratio_difference: difference,
+                    within_ci: difference.zip(ratio_ci95).map(|(d, ci)| d.abs() <= ci),
+                }
+            });
+            Some(RowReport {
+                name: name.clone(),
+                label: label.clone(),
+                rps,
+                repetitions: reps.len(),
+                repetition_means: means,
+                shards: reps.iter().map(|r| r.shards).max().unwrap_or(1),
+                per_shard: reps.iter().flat_map(|r| r.per_shard.clone()).collect(),
+                ratio,
+                ratio_ci95,
+                original,
+                welch: welch_p,
+                latency_us: crate::latency::of_row(reps),
+                non_2xx: sum_opt(
+                    reps.iter()
+                        .flat_map(|r| r.intervals.iter().map(|i| i.non_ok)),
+                ),
+                errors: sum_opt(
+                    reps.iter()
+                        .flat_map(|r| r.intervals.iter().map(|i| i.errors)),
+                ),
+                availability_pct: availability(reps),
+                series: reps.iter().map(series).collect(),
+            })
+        })
+        .collect();
+    Some(TableReport {
+        name: table.name.clone(),
+        title: table
+            .spec
+            .title
+            .clone()
+            .unwrap_or_else(|| table.name.clone()),
+        baseline: rows[base_idx].0.clone(),
+        rows: built,
+    })
 }
 
 /// Rows named in `table.toml` first, in its order, then the others by name.

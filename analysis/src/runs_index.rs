@@ -1,7 +1,7 @@
 //! `results/index.html`: every run under a results directory, newest
 //! first, read from each run's `meta.json` and `summary.json` (what it
 //! decided, or the titles of its tables), with a link to the run's page.
-//! The page itself is [`crate::export::runs_html`].
+//! The page itself, and writing it, is [`crate::export::runs_html`].
 
 use std::path::Path;
 
@@ -115,10 +115,4 @@ pub fn gather(results: &Path) -> anyhow::Result<Vec<RunEntry>> {
         .iter()
         .filter_map(|n| entry(&results.join(n), n))
         .collect())
-}
-
-/// Writes `results/index.html` anew.
-pub fn write(results: &Path) -> anyhow::Result<()> {
-    let page = crate::export::runs_html::page(&gather(results)?);
-    crate::files::write_atomic(&results.join("index.html"), page.as_bytes())
 }

@@ -289,18 +289,9 @@ fn table_dir(run: &Path, has: impl Fn(&Path) -> bool) -> anyhow::Result<PathBuf>
     }
 }
 
-/// Sets the drain run `drain` beside the served run `served`.
-pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
-    let mut problems = Vec::new();
-    let drain_table = table_dir(drain, |p| {
-        !crate::sweep::files_ending(p, ".sinks.json").is_empty()
-    })
-    .context("the drain run (design = \"sinks\")")?;
-    let name = drain_table
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let drains = crate::sinks::build(&name, &drain_table, "", &[], &mut problems).rows;
+/// The served run's `meta.json` (a paired run's), its table directory and
+/// that table's `table.toml`.
+fn served_run(served: &Path) -> anyhow::Result<(Meta, PathBuf, crate::input::TableSpec)> {
     let meta: Meta = serde_json::from_slice(
         &std::fs::read(served.join("meta.json"))
             .with_context(|| format!("reading {}/meta.json", served.display()))?,
@@ -319,6 +310,46 @@ pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
             .with_context(|| format!("reading {}", spec_path.display()))?,
     )
     .with_context(|| format!("{}", spec_path.display()))?;
+    Ok((meta, served_table, spec))
+}
+
+/// The ceilings (no-logging sides by placement) that have blocks measured.
+fn ceilings_of(by_placement: BTreeMap<String, (Vec<String>, Vec<f64>)>) -> Vec<Ceiling> {
+    by_placement
+        .into_iter()
+        .filter_map(|(placement, (from, b))| {
+            let (rps, ci95_pct) = over_blocks(&b)?;
+            Some(Ceiling {
+                placement,
+                from,
+                rps,
+                ci95_pct,
+                blocks: b.len(),
+            })
+        })
+        .collect()
+}
+
+/// A run's directory name (its path when it has none).
+fn run_name(p: &Path) -> String {
+    p.file_name().map_or(p.display().to_string(), |n| {
+        n.to_string_lossy().into_owned()
+    })
+}
+
+/// Sets the drain run `drain` beside the served run `served`.
+pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
+    let mut problems = Vec::new();
+    let drain_table = table_dir(drain, |p| {
+        !crate::sweep::files_ending(p, ".sinks.json").is_empty()
+    })
+    .context("the drain run (design = \"sinks\")")?;
+    let name = drain_table
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let drains = crate::sinks::build(&name, &drain_table, "", &[], &mut problems).rows;
+    let (meta, served_table, spec) = served_run(served)?;
     let share = active_share(spec.schedule.as_deref());
     let label = |row: &str| {
         spec.row
@@ -356,19 +387,7 @@ pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
         }
         sides.push((c, row.clone(), row_blocks));
     }
-    let ceilings: Vec<Ceiling> = ceilings
-        .into_iter()
-        .filter_map(|(placement, (from, b))| {
-            let (rps, ci95_pct) = over_blocks(&b)?;
-            Some(Ceiling {
-                placement,
-                from,
-                rps,
-                ci95_pct,
-                blocks: b.len(),
-            })
-        })
-        .collect();
+    let ceilings = ceilings_of(ceilings);
     let mut rows = Vec::new();
     for (c, sink, b) in sides {
         if !sink.log_stdout {
@@ -428,14 +447,9 @@ pub fn law(drain: &Path, served: &Path) -> anyhow::Result<Law> {
         let all: Vec<String> = problems.into_iter().map(|p| p.0).collect();
         anyhow::bail!("{}", all.join("; "));
     }
-    let name = |p: &Path| {
-        p.file_name().map_or(p.display().to_string(), |n| {
-            n.to_string_lossy().into_owned()
-        })
-    };
     Ok(Law {
-        drain_run: name(drain),
-        served_run: name(served),
+        drain_run: run_name(drain),
+        served_run: run_name(served),
         active_share: share,
         ceilings,
         rows,

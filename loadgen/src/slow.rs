@@ -96,23 +96,7 @@ pub fn slowloris(cfg: &SlowConfig, stop: &AtomicBool) -> Result<SlowRecord, RunE
         ..SlowRecord::default()
     };
     let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
-    let mut conns: Vec<Conn> = Vec::with_capacity(cfg.connections);
-    // (due, connection, generation): the next byte of each connection.
-    let mut due: BinaryHeap<Reverse<(Instant, usize, u64)>> = BinaryHeap::new();
-    for i in 0..cfg.connections {
-        conns.push(Conn {
-            stream: None,
-            gen: 0,
-            opened_at: started,
-            sent: 0,
-            connected: false,
-            answered: None,
-        });
-        // Spread the first bytes evenly over one period.
-        let first = started + cfg.every.mul_f64(i as f64 / cfg.connections as f64);
-        open(&poll, cfg, &mut conns[i], i, &mut rec);
-        due.push(Reverse((first, i, conns[i].gen)));
-    }
+    let (mut conns, mut due) = open_all(&poll, cfg, started, &mut rec);
     let mut scratch = [0u8; 1024];
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
@@ -191,32 +175,11 @@ pub fn slowloris(cfg: &SlowConfig, stop: &AtomicBool) -> Result<SlowRecord, RunE
                     }
                 }
             }
-            if event.is_readable() || event.is_read_closed() || event.is_error() {
-                let mut closed = false;
-                loop {
-                    match s.read(&mut scratch) {
-                        Ok(0) => {
-                            closed = true;
-                            break;
-                        }
-                        Ok(n) => {
-                            if c.answered.is_none() {
-                                c.answered = Some(status_of(&scratch[..n]));
-                            }
-                        }
-                        Err(e) if e.kind() == IoKind::WouldBlock => break,
-                        Err(e) if e.kind() == IoKind::Interrupted => {}
-                        Err(_) => {
-                            closed = true;
-                            break;
-                        }
-                    }
-                }
-                if closed {
-                    ended(c, now, &mut rec, &mut lifetimes, &mut statuses);
-                    open(&poll, cfg, c, i, &mut rec);
-                    due.push(Reverse((now + cfg.every, i, c.gen)));
-                }
+            let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+            if readable && read_all(s, &mut scratch, &mut c.answered) {
+                ended(c, now, &mut rec, &mut lifetimes, &mut statuses);
+                open(&poll, cfg, c, i, &mut rec);
+                due.push(Reverse((now + cfg.every, i, c.gen)));
             }
         }
     }
@@ -227,15 +190,70 @@ pub fn slowloris(cfg: &SlowConfig, stop: &AtomicBool) -> Result<SlowRecord, RunE
     rec.duration_s = started.elapsed().as_secs_f64();
     rec.interrupted = stop.load(Ordering::Relaxed);
     rec.answered = statuses;
-    if !lifetimes.is_empty() {
-        rec.lifetime_ms = Some(SlowLifetime {
-            p10: lifetimes.value_at_quantile(0.10),
-            p50: lifetimes.value_at_quantile(0.50),
-            p90: lifetimes.value_at_quantile(0.90),
-            max: lifetimes.max(),
-        });
-    }
+    rec.lifetime_ms = lifetime_quantiles(&lifetimes);
     Ok(rec)
+}
+
+/// (due, connection, generation): the next byte of each connection.
+type Due = BinaryHeap<Reverse<(Instant, usize, u64)>>;
+
+/// Every connection, each opened, its first byte due within one period
+/// of `started` (spread evenly).
+fn open_all(
+    poll: &Poll,
+    cfg: &SlowConfig,
+    started: Instant,
+    rec: &mut SlowRecord,
+) -> (Vec<Conn>, Due) {
+    let mut conns: Vec<Conn> = Vec::with_capacity(cfg.connections);
+    let mut due: Due = BinaryHeap::new();
+    for i in 0..cfg.connections {
+        conns.push(Conn {
+            stream: None,
+            gen: 0,
+            opened_at: started,
+            sent: 0,
+            connected: false,
+            answered: None,
+        });
+        // Spread the first bytes evenly over one period.
+        let first = started + cfg.every.mul_f64(i as f64 / cfg.connections as f64);
+        open(poll, cfg, &mut conns[i], i, rec);
+        due.push(Reverse((first, i, conns[i].gen)));
+    }
+    (conns, due)
+}
+
+/// Reads what the server sent until the socket would block, noting the
+/// status of its first answer in `answered`; true when the server closed
+/// the connection (or reading failed).
+fn read_all(s: &mut TcpStream, scratch: &mut [u8], answered: &mut Option<u16>) -> bool {
+    loop {
+        match s.read(scratch) {
+            Ok(0) => return true,
+            Ok(n) => {
+                if answered.is_none() {
+                    *answered = Some(status_of(&scratch[..n]));
+                }
+            }
+            Err(e) if e.kind() == IoKind::WouldBlock => return false,
+            Err(e) if e.kind() == IoKind::Interrupted => {}
+            Err(_) => return true,
+        }
+    }
+}
+
+/// The connections' lifetimes: p10, p50, p90 and max, if any ended.
+fn lifetime_quantiles(lifetimes: &Histogram<u64>) -> Option<SlowLifetime> {
+    if lifetimes.is_empty() {
+        return None;
+    }
+    Some(SlowLifetime {
+        p10: lifetimes.value_at_quantile(0.10),
+        p50: lifetimes.value_at_quantile(0.50),
+        p90: lifetimes.value_at_quantile(0.90),
+        max: lifetimes.max(),
+    })
 }
 
 /// Opens connection `i` (non-blocking); a connect that fails at once is

@@ -1,13 +1,28 @@
 //! Guards the runner's layout (see the stage map in the crate README):
-//! host kinds are decided in `src/place/` only, no function grows past 120
-//! lines, the modules under `src/` import each other without circles, and
-//! the README names every source file and every scenario file (and no file
-//! that is gone).
+//! host kinds are decided in `src/place/` only; in shootout, analysis and
+//! loadgen (`CRATES`), no function grows past 120 lines and the files under
+//! `src/` import each other (by `crate::`, `super::` and `self::` paths)
+//! without circles; and the README names every source file and every
+//! scenario file (and no file that is gone).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-fn sources() -> Vec<(PathBuf, String)> {
+/// The crates whose `src/` the layout checks read: name and `src/` below
+/// shootout's manifest directory.
+const CRATES: [(&str, &str); 3] = [
+    ("shootout", "src"),
+    ("analysis", "../analysis/src"),
+    ("loadgen", "../loadgen/src"),
+];
+
+/// A crate's `src/` directory, from its entry in `CRATES`.
+fn crate_src(dir: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)
+}
+
+/// Every `.rs` file under `src` with its text, sorted by path.
+fn sources(src: &Path) -> Vec<(PathBuf, String)> {
     fn walk(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {
             let path = entry.path();
@@ -19,18 +34,21 @@ fn sources() -> Vec<(PathBuf, String)> {
             }
         }
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut out = Vec::new();
-    walk(&src, &mut out);
+    walk(src, &mut out);
     out.sort();
-    assert!(out.len() > 20, "found only {} files", out.len());
+    assert!(
+        out.len() > 10,
+        "found only {} files in {}",
+        out.len(),
+        src.display()
+    );
     out
 }
 
-/// The file's path below `src/`, e.g. `place/host.rs`.
-fn rel(path: &Path) -> String {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    path.strip_prefix(&src).unwrap().display().to_string()
+/// The file's path below `src`, e.g. `place/host.rs`.
+fn rel(src: &Path, path: &Path) -> String {
+    path.strip_prefix(src).unwrap().display().to_string()
 }
 
 #[test]
@@ -45,14 +63,16 @@ fn host_kinds_are_decided_in_the_place_folder_only() {
         "CpuReader::There",
         "is_remote(",
     ];
+    let src = crate_src("src");
     let mut found = Vec::new();
-    for (path, text) in sources() {
-        if rel(&path).starts_with("place/") {
+    for (path, text) in sources(&src) {
+        let rel = rel(&src, &path);
+        if rel.starts_with("place/") {
             continue;
         }
         for (n, line) in text.lines().enumerate() {
             if let Some(k) = kinds.iter().find(|k| line.contains(*k)) {
-                found.push(format!("{}:{}: {k}", rel(&path), n + 1));
+                found.push(format!("{rel}:{}: {k}", n + 1));
             }
         }
     }
@@ -63,10 +83,11 @@ fn host_kinds_are_decided_in_the_place_folder_only() {
     );
 }
 
-#[test]
-fn no_function_is_longer_than_120_lines() {
+/// The functions of the files under `src` longer than 120 lines, as
+/// `{krate}: src/FILE:LINE: fn NAME: N lines`.
+fn long_functions(krate: &str, src: &Path) -> Vec<String> {
     let mut long = Vec::new();
-    for (path, text) in sources() {
+    for (path, text) in sources(src) {
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
             let trimmed = line.trim_start();
@@ -82,10 +103,28 @@ fn no_function_is_longer_than_120_lines() {
                 continue;
             };
             if end + 1 > 120 {
-                long.push(format!("{}:{}: {} lines", rel(&path), i + 1, end + 1));
+                let name: String = trimmed[trimmed.find("fn ").unwrap() + 3..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                long.push(format!(
+                    "{krate}: src/{}:{}: fn {name}: {} lines",
+                    rel(src, &path),
+                    i + 1,
+                    end + 1
+                ));
             }
         }
     }
+    long
+}
+
+#[test]
+fn no_function_is_longer_than_120_lines() {
+    let long: Vec<String> = CRATES
+        .iter()
+        .flat_map(|(krate, dir)| long_functions(krate, &crate_src(dir)))
+        .collect();
     assert!(
         long.is_empty(),
         "functions over 120 lines:\n{}",
@@ -93,52 +132,193 @@ fn no_function_is_longer_than_120_lines() {
     );
 }
 
-/// `crate::a::b` paths a file names, as modules (`a/b.rs` or `a/b/mod.rs`).
-fn imports(text: &str, files: &BTreeSet<String>) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    // Code only: a doc link is not an import.
-    let code: String = text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let text = code.as_str();
-    for (at, _) in text.match_indices("crate::") {
-        let path: String = text[at + 7..]
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
-            .collect();
-        let parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
-        // The longest prefix that is a file.
-        for n in (1..=parts.len()).rev() {
-            let base = parts[..n].join("/");
-            for candidate in [format!("{base}.rs"), format!("{base}/mod.rs")] {
-                if files.contains(&candidate) {
-                    out.insert(candidate);
-                }
-            }
-            if out.iter().any(|f| f.starts_with(&base)) {
-                break;
-            }
+/// The module a file is, as path segments: `a/b.rs` and `a/b/mod.rs` are
+/// `[a, b]`; `lib.rs` and `main.rs` are the crate root, `[]`.
+fn module_of(file: &str) -> Vec<String> {
+    let file = file.strip_suffix(".rs").unwrap_or(file);
+    let mut parts: Vec<String> = file.split('/').map(str::to_string).collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    if parts.len() == 1 && (parts[0] == "lib" || parts[0] == "main") {
+        parts.pop();
+    }
+    parts
+}
+
+/// For each line of `text`, the inline modules (`mod tests { ... }`) it is
+/// in, outermost first. Blocks close at the `}` with the `mod` line's indent.
+fn inline_modules(lines: &[&str]) -> Vec<Vec<String>> {
+    let mut out = vec![Vec::new(); lines.len()];
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let item = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|p| trimmed.strip_prefix(p))
+            .unwrap_or(trimmed);
+        let Some(name) = item.strip_prefix("mod ").and_then(|r| r.strip_suffix(" {")) else {
+            continue;
+        };
+        let close = format!("{}}}", &line[..line.len() - trimmed.len()]);
+        let end = lines[i..]
+            .iter()
+            .position(|l| *l == close)
+            .map_or(lines.len(), |e| i + e);
+        for inside in out.iter_mut().take(end).skip(i + 1) {
+            inside.push(name.to_string());
         }
     }
     out
 }
 
-#[test]
-fn modules_import_each_other_without_circles() {
-    let sources = sources();
-    let files: BTreeSet<String> = sources.iter().map(|(p, _)| rel(p)).collect();
-    let graph: BTreeMap<String, BTreeSet<String>> = sources
-        .iter()
-        .map(|(p, text)| {
-            let me = rel(p);
-            let mut to = imports(text, &files);
-            to.remove(&me);
-            // A folder's mod.rs declares its children; that is not a use.
-            (me, to.into_iter().filter(|t| t != "lib.rs").collect())
-        })
+/// The paths a `crate::`, `super::` or `self::` path at the start of `rest`
+/// names: one, or one per item of a `{a, b::c}` group after it.
+fn named_paths(rest: &str) -> Vec<Vec<String>> {
+    let path: String = rest
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
         .collect();
+    let head: Vec<String> = path
+        .split("::")
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    let after = &rest[path.len()..];
+    let group = after
+        .strip_prefix('{')
+        .filter(|_| path.is_empty() || path.ends_with("::"))
+        .and_then(|g| g.split('}').next());
+    let Some(group) = group else {
+        return vec![head];
+    };
+    group
+        .split(',')
+        .map(|item| {
+            let mut full = head.clone();
+            full.extend(
+                item.trim()
+                    .split("::")
+                    .map(|s| {
+                        s.chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect::<String>()
+                    })
+                    .take_while(|s| !s.is_empty() && s != "self"),
+            );
+            full
+        })
+        .collect()
+}
+
+/// The files of `files` that `file` (its path below `src/`, e.g. `a/b.rs`)
+/// names by `crate::`, `super::` (also `super::super::`) or `self::` paths:
+/// the file of the longest prefix of the named module path (`a/b.rs` or
+/// `a/b/mod.rs`); never the crate root. In `a/b.rs` (module `a::b`)
+/// `super::x` is `a/x.rs` and `self::x` is `a/b/x.rs`; in `a/mod.rs`
+/// (module `a`) `super::x` is `x.rs` and `self::x` is `a/x.rs`. Inside an
+/// inline `mod tests { ... }` the module is one deeper (so its
+/// `use super::*;` is the file itself). A `mod x;` declaration is not a use.
+fn imports(file: &str, text: &str, files: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let lines: Vec<&str> = text.lines().collect();
+    let inline = inline_modules(&lines);
+    for (n, line) in lines.iter().enumerate() {
+        // Code only: a doc link is not an import.
+        if line.trim_start().starts_with("//") {
+            continue;
+        }
+        let mut here = module_of(file);
+        here.extend(inline[n].iter().cloned());
+        for (at, _) in line.match_indices("::") {
+            let before = &line[..at];
+            let word_start = before
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(0, |i| i + 1);
+            if line[..word_start].ends_with("::") {
+                continue; // not the head of a path
+            }
+            let mut base = match &before[word_start..] {
+                "crate" => Vec::new(),
+                "self" => here.clone(),
+                "super" => here[..here.len().saturating_sub(1)].to_vec(),
+                _ => continue,
+            };
+            for mut path in named_paths(&line[at + 2..]) {
+                while path.first().is_some_and(|p| p == "super") {
+                    path.remove(0);
+                    base.pop();
+                }
+                let mut full = base.clone();
+                full.extend(path);
+                // The longest prefix that is a file.
+                for n in (1..=full.len()).rev() {
+                    let stem = full[..n].join("/");
+                    let found: Vec<String> = [format!("{stem}.rs"), format!("{stem}/mod.rs")]
+                        .into_iter()
+                        .filter(|c| files.contains(c))
+                        .collect();
+                    if !found.is_empty() {
+                        out.extend(found);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    out.remove(file);
+    out
+}
+
+#[test]
+fn imports_resolve_crate_super_and_self_paths_to_files() {
+    let files: BTreeSet<String> = [
+        "lib.rs",
+        "top.rs",
+        "a/mod.rs",
+        "a/b.rs",
+        "a/x.rs",
+        "a/b/deep.rs",
+        "x/mod.rs",
+        "a/y/mod.rs",
+        "a/y/z.rs",
+    ]
+    .into_iter()
+    .map(str::to_string)
+    .collect();
+    let of = |file: &str, text: &str| -> Vec<String> {
+        imports(file, text, &files).into_iter().collect()
+    };
+    // a/b.rs is module a::b.
+    assert_eq!(of("a/b.rs", "use super::x::Thing;"), ["a/x.rs"]);
+    assert_eq!(of("a/b.rs", "use super::y::z::f;"), ["a/y/z.rs"]);
+    assert_eq!(of("a/b.rs", "use super::y::Item;"), ["a/y/mod.rs"]);
+    assert_eq!(of("a/b.rs", "let v = self::deep::f();"), ["a/b/deep.rs"]);
+    assert_eq!(of("a/b.rs", "use super::super::top::T;"), ["top.rs"]);
+    assert_eq!(of("a/b.rs", "use super::Shared;"), ["a/mod.rs"]);
+    assert_eq!(
+        of("a/b.rs", "use super::{x, y::z};"),
+        ["a/x.rs", "a/y/z.rs"]
+    );
+    assert_eq!(of("a/b.rs", "use crate::a::x::{self, T};"), ["a/x.rs"]);
+    // a/mod.rs is module a.
+    assert_eq!(of("a/mod.rs", "use super::x::T;"), ["x/mod.rs"]);
+    assert_eq!(of("a/mod.rs", "use super::top::T;"), ["top.rs"]);
+    assert_eq!(of("a/mod.rs", "pub use self::x::T;"), ["a/x.rs"]);
+    // Declaring children, the crate root, comments, other paths: no import.
+    assert!(of("a/mod.rs", "mod b;\npub mod x;\nmod y;").is_empty());
+    assert!(of("top.rs", "use super::Root;\nuse crate::Root;").is_empty());
+    assert!(of("a/b.rs", "/// See [`super::x`].\n// crate::top").is_empty());
+    assert!(of("a/b.rs", "use std::fmt::self_x;\nlet s = Self::new();").is_empty());
+    // An inline test module's `super::*` is the file itself.
+    let tests = "fn f() {}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n    use super::super::x::T;\n}\nuse super::x::U;";
+    assert_eq!(of("a/b.rs", tests), ["a/x.rs"]);
+    // The resolver can fail: the wrong answer is not accepted.
+    assert_ne!(of("a/b.rs", "use super::x::Thing;"), ["x/mod.rs"]);
+    assert_ne!(of("a/mod.rs", "use self::x::T;"), ["x/mod.rs"]);
+}
+
+/// A circle in `graph` (file to the files it imports), if there is one.
+fn find_circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     // Depth-first search for a back edge.
     fn visit(
         node: &str,
@@ -171,11 +351,42 @@ fn modules_import_each_other_without_circles() {
     let mut state = BTreeMap::new();
     for node in graph.keys() {
         if state.get(node.as_str()).copied().unwrap_or(0) == 0 {
-            if let Some(c) = visit(node, &graph, &mut state, &mut Vec::new()) {
-                panic!("an import circle: {}", c.join(" -> "));
+            if let Some(c) = visit(node, graph, &mut state, &mut Vec::new()) {
+                return Some(c);
             }
         }
     }
+    None
+}
+
+/// The import graph of the files under `src`: file to the files it imports.
+fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let sources = sources(src);
+    let files: BTreeSet<String> = sources.iter().map(|(p, _)| rel(src, p)).collect();
+    sources
+        .iter()
+        .map(|(p, text)| {
+            let me = rel(src, p);
+            let to = imports(&me, text, &files);
+            (me, to.into_iter().filter(|t| t != "lib.rs").collect())
+        })
+        .collect()
+}
+
+#[test]
+fn modules_import_each_other_without_circles() {
+    let mut circles = Vec::new();
+    for (krate, dir) in CRATES {
+        if let Some(c) = find_circle(&import_graph(&crate_src(dir))) {
+            let c: Vec<String> = c.iter().map(|f| format!("src/{f}")).collect();
+            circles.push(format!("{krate}: {}", c.join(" -> ")));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles (one per crate shown):\n{}",
+        circles.join("\n")
+    );
 }
 
 /// Every `.rs` file of the workspace's crates (not target/, not results/).
@@ -329,7 +540,8 @@ fn readme_stage_map_names_every_source_file_and_no_other() {
             .extend(quoted_with(rest, ".rs"));
     }
     assert!(rows.len() > 5, "no stage map table in shootout/README.md");
-    let files: BTreeSet<String> = sources().iter().map(|(p, _)| rel(p)).collect();
+    let src = crate_src("src");
+    let files: BTreeSet<String> = sources(&src).iter().map(|(p, _)| rel(&src, p)).collect();
     let mut problems = Vec::new();
     for file in &files {
         let (folder, name) = match file.rfind('/') {

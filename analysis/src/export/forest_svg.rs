@@ -9,7 +9,7 @@ use std::fmt::Write;
 use crate::history::Comparison;
 use crate::paired::answer::Answer;
 
-use super::html::esc;
+use super::parts::esc;
 
 /// One line of a forest plot.
 pub struct Line {

@@ -12,6 +12,7 @@ use std::fmt::Write;
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
+pub use super::parts::esc;
 use crate::latency::RowLatency;
 use crate::paired::answer::{Answer, Verdict};
 use crate::paired::report::{Metric, PairedRow, PairedTable};
@@ -120,14 +121,6 @@ pub(crate) fn head(out: &mut String, title: &str) {
          <title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>",
         esc(title)
     );
-}
-
-/// HTML-escapes text.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 fn meta_str<'a>(src: &'a Source, key: &str) -> Option<&'a str> {

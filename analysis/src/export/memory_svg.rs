@@ -3,7 +3,7 @@
 
 use plotters::prelude::*;
 
-use super::svg::draw_err;
+use super::parts::{draw_err, legend};
 
 use crate::memory::report::{MemoryRow, MemoryTable};
 
@@ -69,13 +69,7 @@ pub fn chart(table: &MemoryTable) -> anyhow::Result<Vec<u8>> {
                     Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
                 });
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(draw_err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(draw_err)?;
     }
     Ok(svg.into_bytes())

@@ -9,6 +9,7 @@ mod memory_md;
 mod memory_svg;
 mod paired_md;
 mod paired_svg;
+mod parts;
 pub mod runs_html;
 pub mod sink_law_md;
 pub mod sink_law_svg;

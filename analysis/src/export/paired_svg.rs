@@ -3,7 +3,7 @@
 
 use plotters::prelude::*;
 
-use super::svg::draw_err;
+use super::parts::{draw_err, legend};
 
 use crate::paired::report::PairedTable;
 
@@ -61,13 +61,7 @@ pub fn ratios_over_time(table: &PairedTable) -> anyhow::Result<Vec<u8>> {
                 .label(row.label.clone())
                 .legend(move |(x, y)| Circle::new((x + 8, y), 3, color.filled()));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(draw_err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(draw_err)?;
     }
     Ok(svg.into_bytes())

@@ -6,9 +6,11 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
+use std::path::Path;
 
-use super::html::{esc, head};
-use crate::runs_index::RunEntry;
+use super::html::head;
+use super::parts::esc;
+use crate::runs_index::{gather, RunEntry};
 
 /// Filters the rows by the two menus (a row shows when it matches both).
 const SCRIPT: &str = "\
@@ -27,6 +29,12 @@ function filter() {\n\
 }\n\
 design.addEventListener('change', filter);\n\
 comparison.addEventListener('change', filter);\n";
+
+/// Writes `results/index.html` anew.
+pub fn write(results: &Path) -> anyhow::Result<()> {
+    let page = page(&gather(results)?);
+    crate::files::write_atomic(&results.join("index.html"), page.as_bytes())
+}
 
 /// The page for `runs` (newest first, as [`crate::runs_index::gather`]
 /// gives them).

@@ -5,8 +5,7 @@
 
 use plotters::prelude::*;
 
-use super::svg::draw_err;
-use super::sweep_svg::COLORS;
+use super::parts::{draw_err, legend, COLORS};
 
 use crate::sink_law::Law;
 
@@ -91,13 +90,7 @@ pub fn chart(law: &Law) -> anyhow::Result<Vec<u8>> {
                 .label(format!("measured, {}", c.placement))
                 .legend(move |(x, y)| Circle::new((x + 8, y), 4, color.filled()));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(draw_err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(draw_err)?;
     }
     Ok(svg.into_bytes())

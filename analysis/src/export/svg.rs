@@ -3,6 +3,7 @@
 
 use plotters::prelude::*;
 
+use super::parts::{bar_label, draw_err, legend};
 use super::{ci_chart_name, time_chart_name};
 use crate::report::{Report, TableReport};
 
@@ -51,21 +52,6 @@ pub fn charts(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     Ok(out)
 }
 
-/// The label of the bar at `x` (bars sit at 0, 1, 2...; nothing between).
-pub(super) fn bar_label(labels: &[String], x: f64) -> String {
-    let i = x.round();
-    if (x - i).abs() < 1e-6 && i >= 0.0 {
-        labels.get(i as usize).cloned().unwrap_or_default()
-    } else {
-        String::new()
-    }
-}
-
-/// A plotters error as ours (every chart of this module's siblings).
-pub(super) fn draw_err(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::anyhow!("drawing a chart: {e}")
-}
-
 fn over_time(table: &TableReport) -> anyhow::Result<Vec<u8>> {
     let mut svg = String::new();
     {
@@ -106,13 +92,7 @@ fn over_time(table: &TableReport) -> anyhow::Result<Vec<u8>> {
                 }
             }
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(draw_err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(draw_err)?;
     }
     Ok(svg.into_bytes())

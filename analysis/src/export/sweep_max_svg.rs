@@ -6,8 +6,7 @@
 
 use plotters::prelude::*;
 
-use super::svg::{bar_label, draw_err};
-use super::sweep_svg::COLORS;
+use super::parts::{bar_label, draw_err, COLORS};
 
 use crate::sweep::report::SweepTable;
 

@@ -10,6 +10,16 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
     if tables.is_empty() {
         return Ok(());
     }
+    preamble(out, tables)?;
+    for t in tables {
+        table(out, t)?;
+    }
+    Ok(())
+}
+
+/// What every sweep section rests on: how a sweep runs and what its
+/// figures mean; votes and client spin where some row used them.
+fn preamble(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
     writeln!(
         out,
         "Sweeps: each row's stack started once, a closed-model probe for its saturation rate, then \
@@ -82,118 +92,132 @@ pub fn sections(out: &mut String, tables: &[SweepTable]) -> std::fmt::Result {
              lateness alone decides whether a step is valid.\n"
         )?;
     }
-    for t in tables {
-        writeln!(out, "## {}\n", t.title)?;
-        let against = t.rows.iter().find_map(|r| r.vs_baseline.as_ref());
-        if t.rows.iter().any(|r| r.searches_interleaved) {
-            writeln!(
-                out,
-                "Interleaved searches: after every row's sweep, each row's search R (one per target, \
-                 one after another) ran on a fresh stack, in rounds across the rows (search 1 of \
-                 every row, then search 2 in the reverse order, and so on), so a max rate's interval \
-                 is over independent processes spread over the run; it still leaves out a drift of \
-                 the machine between runs. Where both rows' searches were interleaved, the ratio to the baseline pairs \
-                 them round by round: exp(mean of the rounds' ln ratios), Student's t over the \
-                 rounds.\n"
-            )?;
+    Ok(())
+}
+
+/// One sweep table: its notes, its lines, charts and each row's steps.
+fn table(out: &mut String, t: &SweepTable) -> std::fmt::Result {
+    writeln!(out, "## {}\n", t.title)?;
+    let against = t.rows.iter().find_map(|r| r.vs_baseline.as_ref());
+    if t.rows.iter().any(|r| r.searches_interleaved) {
+        writeln!(
+            out,
+            "Interleaved searches: after every row's sweep, each row's search R (one per target, \
+             one after another) ran on a fresh stack, in rounds across the rows (search 1 of \
+             every row, then search 2 in the reverse order, and so on), so a max rate's interval \
+             is over independent processes spread over the run; it still leaves out a drift of \
+             the machine between runs. Where both rows' searches were interleaved, the ratio to the baseline pairs \
+             them round by round: exp(mean of the rounds' ln ratios), Student's t over the \
+             rounds.\n"
+        )?;
+    }
+    if t.rows.iter().any(|r| r.pinned_searches_retried) {
+        writeln!(
+            out,
+            "Pinned searches retried: a search that passed every rate of its bisection then \
+             tried the bracket's failing end on its own stack, and one that passed none the \
+             bracket's passing end; where the verdict held, it went on past that end by the \
+             sweep's factor (at most {} rates) until the verdict turned, and bisected between \
+             the last two. Its answer is its highest passing rate wherever it tried it; a \
+             search counted as pinned never saw the verdict turn.\n",
+            crate::sweep::rules::MAX_EXTEND
+        )?;
+    }
+    if let Some(a) = against.filter(|a| !a.paired) {
+        writeln!(
+            out,
+            "Ratio: the row's max rate at the target over {}'s at the same target, with a 95 % \
+             interval over both rows' searches (delta method, Student's t with the fewer \
+             searches less one degrees of freedom). The rows ran minutes apart and so did \
+             the searches, so it says how well this run's searches agree, not where a rerun \
+             will land; shown only where both rows ran searches.\n",
+            a.against
+        )?;
+    }
+    writeln!(out, "| Configuration | Target | Closed-model 2xx/s | Max rate at target | 95% CI over searches | Ratio to the baseline (95% CI) | Resolution of a search | Searches | Knee |")?;
+    writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|---:|")?;
+    for r in &t.rows {
+        let max = max_rate_cell(r);
+        let searches = searches_cell(r);
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.label,
+            r.slo,
+            r.closed_rps.map_or("-".into(), |v| format!("{v:.0}")),
+            max,
+            r.max_rate_ci95_pct
+                .map_or("-".into(), |c| format!("± {c:.1}%")),
+            ratio_cell(r, against.map(|a| a.against.as_str())),
+            r.resolution_pct.map_or("-".into(), |c| format!("{c:.1}%")),
+            searches,
+            r.knee.map_or("-".into(), |k| format!("{k:.0}")),
+        )?;
+    }
+    writeln!(out)?;
+    to_reproduce(out, &t.rows)?;
+    comparisons(out, t)?;
+    if !t.rows.is_empty() {
+        writeln!(
+            out,
+            "![Latency against load: {}]({})\n",
+            t.title,
+            super::sweep_chart_name(t)
+        )?;
+    }
+    if t.rows.iter().any(|r| !r.searches.is_empty()) {
+        writeln!(
+            out,
+            "![Max rate at each target: {}]({})\n",
+            t.title,
+            super::sweep_max_chart_name(t)
+        )?;
+    }
+    // A row appears once per target, with the same steps: its steps
+    // once, judged by each target.
+    let mut done: Vec<&str> = Vec::new();
+    for r in &t.rows {
+        if done.contains(&r.row.as_str()) {
+            continue;
         }
-        if t.rows.iter().any(|r| r.pinned_searches_retried) {
-            writeln!(
-                out,
-                "Pinned searches retried: a search that passed every rate of its bisection then \
-                 tried the bracket's failing end on its own stack, and one that passed none the \
-                 bracket's passing end; where the verdict held, it went on past that end by the \
-                 sweep's factor (at most {} rates) until the verdict turned, and bisected between \
-                 the last two. Its answer is its highest passing rate wherever it tried it; a \
-                 search counted as pinned never saw the verdict turn.\n",
-                crate::sweep::rules::MAX_EXTEND
-            )?;
-        }
-        if let Some(a) = against.filter(|a| !a.paired) {
-            writeln!(
-                out,
-                "Ratio: the row's max rate at the target over {}'s at the same target, with a 95 % \
-                 interval over both rows' searches (delta method, Student's t with the fewer \
-                 searches less one degrees of freedom). The rows ran minutes apart and so did \
-                 the searches, so it says how well this run's searches agree, not where a rerun \
-                 will land; shown only where both rows ran searches.\n",
-                a.against
-            )?;
-        }
-        writeln!(out, "| Configuration | Target | Closed-model 2xx/s | Max rate at target | 95% CI over searches | Ratio to the baseline (95% CI) | Resolution of a search | Searches | Knee |")?;
-        writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|---:|")?;
-        for r in &t.rows {
-            let max = match (r.max_rate_at_slo, r.bracket) {
-                (Some(m), Some("client")) => format!("at least {m:.0} (the client was the limit)"),
-                (None, Some("client")) => "the client was the limit".into(),
-                (Some(m), _) if r.client_in_search => {
-                    format!("{m:.0} (a search rate had invalid steps and no valid majority, and counted as failing: may be the client's limit)")
-                }
-                (Some(m), _) => format!("{m:.0}"),
-                (None, Some("below")) => "no rate passed below the first failing one".into(),
-                (None, _) => "above the heaviest step".into(),
-            };
-            let mut searches = r
-                .searches
-                .iter()
-                .map(|s| format!("{s:.0}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            if let Some(pins) = pinned(r.pinned_top, r.pinned_bottom) {
-                searches.push_str(&format!(" ({pins})"));
-            }
-            if !r.void_searches.is_empty() {
-                let n = r.void_searches.len();
-                searches.push_str(&format!(" ({n} left out: no valid step)"));
-            }
-            writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                r.label,
-                r.slo,
-                r.closed_rps.map_or("-".into(), |v| format!("{v:.0}")),
-                max,
-                r.max_rate_ci95_pct
-                    .map_or("-".into(), |c| format!("± {c:.1}%")),
-                ratio_cell(r, against.map(|a| a.against.as_str())),
-                r.resolution_pct.map_or("-".into(), |c| format!("{c:.1}%")),
-                searches,
-                r.knee.map_or("-".into(), |k| format!("{k:.0}")),
-            )?;
-        }
-        writeln!(out)?;
-        to_reproduce(out, &t.rows)?;
-        comparisons(out, t)?;
-        if !t.rows.is_empty() {
-            writeln!(
-                out,
-                "![Latency against load: {}]({})\n",
-                t.title,
-                super::sweep_chart_name(t)
-            )?;
-        }
-        if t.rows.iter().any(|r| !r.searches.is_empty()) {
-            writeln!(
-                out,
-                "![Max rate at each target: {}]({})\n",
-                t.title,
-                super::sweep_max_chart_name(t)
-            )?;
-        }
-        // A row appears once per target, with the same steps: its steps
-        // once, judged by each target.
-        let mut done: Vec<&str> = Vec::new();
-        for r in &t.rows {
-            if done.contains(&r.row.as_str()) {
-                continue;
-            }
-            done.push(&r.row);
-            let mine: Vec<&SweepRow> = t.rows.iter().filter(|x| x.row == r.row).collect();
-            writeln!(out, "### {}: steps\n", r.label)?;
-            steps(out, &mine)?;
-        }
+        done.push(&r.row);
+        let mine: Vec<&SweepRow> = t.rows.iter().filter(|x| x.row == r.row).collect();
+        writeln!(out, "### {}: steps\n", r.label)?;
+        steps(out, &mine)?;
     }
     Ok(())
+}
+
+/// A line's max rate at its target, or why there is none.
+fn max_rate_cell(r: &SweepRow) -> String {
+    match (r.max_rate_at_slo, r.bracket) {
+        (Some(m), Some("client")) => format!("at least {m:.0} (the client was the limit)"),
+        (None, Some("client")) => "the client was the limit".into(),
+        (Some(m), _) if r.client_in_search => {
+            format!("{m:.0} (a search rate had invalid steps and no valid majority, and counted as failing: may be the client's limit)")
+        }
+        (Some(m), _) => format!("{m:.0}"),
+        (None, Some("below")) => "no rate passed below the first failing one".into(),
+        (None, _) => "above the heaviest step".into(),
+    }
+}
+
+/// A line's searches, with how many were pinned or left out.
+fn searches_cell(r: &SweepRow) -> String {
+    let mut searches = r
+        .searches
+        .iter()
+        .map(|s| format!("{s:.0}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if let Some(pins) = pinned(r.pinned_top, r.pinned_bottom) {
+        searches.push_str(&format!(" ({pins})"));
+    }
+    if !r.void_searches.is_empty() {
+        let n = r.void_searches.len();
+        searches.push_str(&format!(" ({n} left out: no valid step)"));
+    }
+    searches
 }
 
 /// How many searches each line would need for a rerun to land within

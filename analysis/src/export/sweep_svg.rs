@@ -6,19 +6,9 @@
 
 use plotters::prelude::*;
 
-use super::svg::draw_err;
+use super::parts::{draw_err, legend, COLORS};
 
 use crate::sweep::report::SweepTable;
-
-/// Series colours (shared with the sink-law chart).
-pub(super) const COLORS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(23, 190, 207),
-];
 
 pub fn chart(table: &SweepTable) -> anyhow::Result<Vec<u8>> {
     let mut svg = String::new();
@@ -128,13 +118,7 @@ pub fn chart(table: &SweepTable) -> anyhow::Result<Vec<u8>> {
                     .map_err(draw_err)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(draw_err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(draw_err)?;
     }
     Ok(svg.into_bytes())

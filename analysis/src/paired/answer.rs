@@ -20,49 +20,10 @@
 //! several (`runs = N`), else over the blocks of its one run (which covers
 //! that run's blocks only; see the README's coverage section).
 
-use serde::{Deserialize, Serialize};
-
+pub use super::report::{Answer, Verdict};
 use super::report::{PairedRow, PairedTable};
 use super::stats::RatioCi;
-
-/// One comparison's answer (as `summary.json` keeps it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Answer {
-    /// The compared row and the row it was compared with (names).
-    pub row: String,
-    pub against: String,
-    pub aa: bool,
-    /// 2xx/s ratio row / against, with its 95 % interval.
-    pub ratio: RatioCi,
-    /// Runs the interval is over (1: over the blocks of one run).
-    pub runs: usize,
-    pub verdict: Verdict,
-    /// A process ran where the scheduler put it (`placement = "free"`):
-    /// the answer may measure the scheduler, and says so.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub placement_free: bool,
-    /// The table has no A/A row: a difference rests on its interval
-    /// alone, and says so.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub without_aa: bool,
-}
-
-/// What a comparison decides.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Verdict {
-    /// The row serves fewer 2xx/s, by `pct` percent.
-    Slower { pct: f64 },
-    /// The row serves more 2xx/s, by `pct` percent.
-    Faster { pct: f64 },
-    /// Inside the interval or inside the A/A's resolution.
-    Unresolved,
-    /// An A/A row whose interval holds 1: the run resolves about ±`pct`.
-    Resolves { pct: f64 },
-    /// An A/A row whose interval misses 1: this run's intervals are too
-    /// narrow; only differences beyond ±`pct` decide.
-    AaMissed { pct: f64 },
-}
+use crate::input::TableSpec;
 
 /// How far from 1 an A/A interval reaches, percent: what the run can show
 /// with no difference there.
@@ -174,6 +135,20 @@ impl Answer {
             ),
         }
     }
+}
+
+/// `t` with its answers, only where the runner recorded which rows are
+/// A/A rows (`spec`'s rows in `t` all say).
+pub fn with_answers(mut t: PairedTable, spec: &TableSpec) -> PairedTable {
+    let recorded = spec
+        .row
+        .iter()
+        .filter(|r| t.rows.iter().any(|x| x.name == r.name))
+        .all(|r| r.aa.is_some());
+    if recorded {
+        t.answers = answers(&t);
+    }
+    t
 }
 
 /// The answer lines of `answers`, names padded to one column.

@@ -184,7 +184,7 @@ pub struct PairedTable {
     /// What the table decides, a line per comparison (see
     /// [`super::answer`]); none for runs that did not record their A/A rows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub answers: Vec<super::answer::Answer>,
+    pub answers: Vec<Answer>,
     pub rows: Vec<PairedRow>,
 }
 
@@ -306,8 +306,47 @@ pub fn row_figures(name: &str, label: &str, runs: &[(u32, Comparison)]) -> Paire
     }
 }
 
+/// One comparison's answer (as `summary.json` keeps it).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Answer {
+    /// The compared row and the row it was compared with (names).
+    pub row: String,
+    pub against: String,
+    pub aa: bool,
+    /// 2xx/s ratio row / against, with its 95 % interval.
+    pub ratio: RatioCi,
+    /// Runs the interval is over (1: over the blocks of one run).
+    pub runs: usize,
+    pub verdict: Verdict,
+    /// A process ran where the scheduler put it (`placement = "free"`):
+    /// the answer may measure the scheduler, and says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub placement_free: bool,
+    /// The table has no A/A row: a difference rests on its interval
+    /// alone, and says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub without_aa: bool,
+}
+
+/// What a comparison decides.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Verdict {
+    /// The row serves fewer 2xx/s, by `pct` percent.
+    Slower { pct: f64 },
+    /// The row serves more 2xx/s, by `pct` percent.
+    Faster { pct: f64 },
+    /// Inside the interval or inside the A/A's resolution.
+    Unresolved,
+    /// An A/A row whose interval holds 1: the run resolves about ±`pct`.
+    Resolves { pct: f64 },
+    /// An A/A row whose interval misses 1: this run's intervals are too
+    /// narrow; only differences beyond ±`pct` decide.
+    AaMissed { pct: f64 },
+}
+
 /// Reads a paired table directory: one sub-directory per compared row, in
-/// `table.toml`'s order.
+/// `table.toml`'s order. Without answers: `answer::with_answers` adds them.
 pub fn build(
     name: &str,
     dir: &Path,
@@ -357,7 +396,7 @@ pub fn build(
         )));
         return None;
     }
-    let mut table = PairedTable {
+    Some(PairedTable {
         schedule,
         name: name.into(),
         title: spec.title.clone().unwrap_or_else(|| name.into()),
@@ -365,15 +404,5 @@ pub fn build(
         baseline,
         answers: Vec::new(),
         rows,
-    };
-    // Answers only where the runner recorded which rows are A/A rows.
-    let recorded = spec
-        .row
-        .iter()
-        .filter(|r| table.rows.iter().any(|x| x.name == r.name))
-        .all(|r| r.aa.is_some());
-    if recorded {
-        table.answers = super::answer::answers(&table);
-    }
-    Some(table)
+    })
 }

@@ -7,7 +7,6 @@
 use serde::Serialize;
 
 use super::slo::Slo;
-use super::votes::{points, Verdict};
 use crate::stats;
 
 /// What one open-model step measured (after its settle time).
@@ -274,6 +273,30 @@ pub fn max_rate(repeats: &[f64]) -> Option<(f64, Option<f64>)> {
     let d = stats::describe(repeats)?;
     let ci = (repeats.len() >= 2).then(|| 100.0 * d.ci95 / d.mean);
     Some((d.mean, ci))
+}
+
+/// What the steps at a rate say about the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Neither,
+}
+
+/// `steps` grouped by the rate they asked for, in increasing rate (the
+/// steps of a rate in their order).
+pub fn points(steps: &[Step]) -> Vec<(f64, Vec<&Step>)> {
+    let mut sorted: Vec<&Step> = steps.iter().collect();
+    sorted.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+    let mut out: Vec<(f64, Vec<&Step>)> = Vec::new();
+    for s in sorted {
+        match out.last_mut() {
+            Some((rate, at)) if *rate == s.rate => at.push(s),
+            _ => out.push((s.rate, vec![s])),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -5,8 +5,7 @@
 //! about the server: they take a place among the `votes` but no side.
 //! With one vote a rate is its step.
 
-use serde::Serialize;
-
+pub use super::rules::{points, Verdict};
 use super::rules::{Rules, Step};
 
 impl Rules {
@@ -95,30 +94,6 @@ impl Rules {
             .filter(|(_, at)| open(at))
             .map(|(rate, _)| *rate)
     }
-}
-
-/// What the steps at a rate say about the target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Pass,
-    Fail,
-    Neither,
-}
-
-/// `steps` grouped by the rate they asked for, in increasing rate (the
-/// steps of a rate in their order).
-pub fn points(steps: &[Step]) -> Vec<(f64, Vec<&Step>)> {
-    let mut sorted: Vec<&Step> = steps.iter().collect();
-    sorted.sort_by(|a, b| a.rate.total_cmp(&b.rate));
-    let mut out: Vec<(f64, Vec<&Step>)> = Vec::new();
-    for s in sorted {
-        match out.last_mut() {
-            Some((rate, at)) if *rate == s.rate => at.push(s),
-            _ => out.push((s.rate, vec![s])),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

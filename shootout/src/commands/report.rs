@@ -37,7 +37,7 @@ pub(super) fn run(a: Args) -> ExitCode {
         .collect();
     parents.dedup();
     for results in parents {
-        match analysis::runs_index::write(results) {
+        match analysis::export::runs_html::write(results) {
             Ok(()) => {
                 let _ = writeln!(
                     std::io::stdout().lock(),

@@ -159,7 +159,10 @@ fn sweep_then_compare(
     settings: &crate::config::sweep::SweepSettings,
     meta: &mut Meta,
 ) -> anyhow::Result<RunOutcome> {
-    let mut outcome = sweep::run_all(run, scenarios, settings, meta)?;
+    let (mut outcome, mut pending) = sweep::run_all(run, scenarios, settings, meta)?;
+    // With `interleave`, the searches the sweeps left, in rounds.
+    outcome.interrupted = outcome.interrupted
+        || sweep_search::run_rounds(run, settings, &mut pending, meta, &mut outcome.rows)?;
     if !outcome.interrupted && !settings.compare_at.is_empty() {
         let baseline = file.baseline.as_deref().unwrap_or(&scenarios[0].name);
         outcome.interrupted =

@@ -27,13 +27,14 @@ use crate::record::row::{RowFacts, RowRecord};
 use crate::stack::Stack;
 use crate::Interrupted;
 
-/// Every row's sweep, one row after another.
-pub fn run_all(
+/// Every row's sweep, one row after another; with `interleave`, also the
+/// rows whose searches are still to run (`sweep_search::run_rounds`).
+pub fn run_all<'a>(
     run: &Prepared,
-    scenarios: &[Scenario],
+    scenarios: &'a [Scenario],
     settings: &SweepSettings,
     meta: &mut Meta,
-) -> anyhow::Result<RunOutcome> {
+) -> anyhow::Result<(RunOutcome, Vec<Pending<'a>>)> {
     meta.design = "sweep".into();
     let mut rows = Vec::new();
     let mut pending = Vec::new();
@@ -47,9 +48,9 @@ pub fn run_all(
         let mut facts = RowFacts::default();
         let outcome = sweep_row(&job, settings, &mut facts).map(|left| {
             if let Some(left) = left {
-                pending.push(super::sweep_search::Pending {
+                pending.push(Pending {
                     index,
-                    scenario: job.scenario,
+                    scenario: &scenarios[index],
                     left,
                 });
             }
@@ -66,12 +67,28 @@ pub fn run_all(
         meta.write(run.dir)?;
         Ok(stopped)
     })?;
-    let interrupted = interrupted
-        || super::sweep_search::run_rounds(run, settings, &mut pending, meta, &mut rows)?;
-    Ok(RunOutcome {
+    let outcome = RunOutcome {
         rows,
         ..RunOutcome::of(run.dir, interrupted)
-    })
+    };
+    Ok((outcome, pending))
+}
+
+/// What a row's searches still need after its sweep.
+pub struct Left {
+    pub targets: Vec<Rules>,
+    /// (target from 1, the bracket's low and high rate) for each target
+    /// with a bracket.
+    pub brackets: Vec<(usize, f64, f64)>,
+    /// The row's steps so far (`ROW.sweep.json`), searches appended.
+    pub entries: Vec<StepEntry>,
+}
+
+/// A row whose sweep left searches to run.
+pub struct Pending<'a> {
+    pub index: usize,
+    pub scenario: &'a Scenario,
+    pub left: Left,
 }
 
 /// One step as `ROW.sweep.json` records it: its log and what the log lacks.
@@ -138,7 +155,7 @@ fn sweep_row(
     job: &Job,
     settings: &SweepSettings,
     facts: &mut RowFacts,
-) -> anyhow::Result<Option<super::sweep_search::Left>> {
+) -> anyhow::Result<Option<Left>> {
     let mut left = None;
     on_fresh_stack(job, facts, |place, stack, facts| {
         let before = verify(place, stack, facts)?;
@@ -157,7 +174,7 @@ fn sweep_row(
         write_index(job, settings, &targets, &entries)?;
         check_counter(job, place, stack, before, &logs, facts)?;
         if settings.interleave && !brackets.is_empty() {
-            left = Some(super::sweep_search::Left {
+            left = Some(Left {
                 targets,
                 brackets,
                 entries: std::mem::take(&mut entries),

@@ -12,12 +12,9 @@
 //! `meta.json` gets one record per row for its search stacks
 //! (repetition 3), their CPU summed and each stack's counter checked.
 
-use analysis::sweep::Rules;
-
 use super::sweep::{
-    check_counter, on_fresh_stack, search, verify, write_index, StepEntry, Stepper,
+    check_counter, on_fresh_stack, search, verify, write_index, Left, Pending, Stepper,
 };
-use crate::config::scenario::Scenario;
 use crate::config::sweep::SweepSettings;
 use crate::design::{Job, Prepared};
 use crate::record::meta::Meta;
@@ -27,23 +24,6 @@ use crate::Interrupted;
 /// The repetition number of a row's search stacks in `meta.json` (1: its
 /// sweep; 2: a comparison at equal rates).
 pub const SEARCH_REPETITION: u32 = 3;
-
-/// What a row's searches still need after its sweep.
-pub struct Left {
-    pub targets: Vec<Rules>,
-    /// (target from 1, the bracket's low and high rate) for each target
-    /// with a bracket.
-    pub brackets: Vec<(usize, f64, f64)>,
-    /// The row's steps so far (`ROW.sweep.json`), searches appended.
-    pub entries: Vec<StepEntry>,
-}
-
-/// A row whose sweep left searches to run.
-pub struct Pending<'a> {
-    pub index: usize,
-    pub scenario: &'a Scenario,
-    pub left: Left,
-}
 
 /// The order of the rows in round `r` (from 1): forward, then backward.
 pub fn round_order(n: usize, r: u32) -> Vec<usize> {

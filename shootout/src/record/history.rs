@@ -221,7 +221,7 @@ pub fn after_run(run_dir: &Path) -> anyhow::Result<()> {
     // Its page draws the comparisons' sittings from the history just
     // written: render it again.
     crate::record::report::analyse(run_dir)?;
-    analysis::runs_index::write(results)?;
+    analysis::export::runs_html::write(results)?;
     let run = run_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned());
