@@ -52,6 +52,9 @@ pub(super) fn run(a: Args) -> ExitCode {
         }
     };
     let line = |what: &str, s: &Share| {
+        if s.n == 0 {
+            return format!("{what}: none yet (the plan needs >= 20)");
+        }
         format!(
             "{what}: {} of {} ({:.0} %, 95 % CI {:.0}-{:.0} %){}",
             s.k,
