@@ -365,9 +365,29 @@ fn committed_results_match_their_raw_logs() {
                 dir.display()
             );
         }
-        // coverage.json: recomputed from this run and the alone run it names.
+        // coverage.json: recomputed from this run and the alone run it names,
+        // or (the coverage plan's) from the sittings and reference it names.
         if let Ok(committed) = std::fs::read(dir.join("coverage.json")) {
             let v: serde_json::Value = serde_json::from_slice(&committed).unwrap();
+            if v.get("plan").is_some() {
+                use analysis::coverage_plan as plan;
+                let sittings: Vec<_> = v["sittings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| plan::sitting_rows(&results.join(s.as_str().unwrap())).unwrap())
+                    .collect();
+                let name = v["reference"].as_str().unwrap();
+                let reference = plan::reference(&results.join(name), "control-496").unwrap();
+                let fresh = plan::judge(&sittings, name, reference, "control-496");
+                assert!(
+                    committed == serde_json::to_vec_pretty(&fresh).unwrap(),
+                    "{}/coverage.json differs from the coverage plan's fresh computation",
+                    dir.display()
+                );
+                checked += 1;
+                continue;
+            }
             let alone = v["alone_run"].as_str().map(|a| results.join(a));
             let fresh = analysis::coverage::coverage(&dir, alone.as_deref()).unwrap();
             assert!(
