@@ -54,7 +54,8 @@ impl Estimate {
 }
 
 /// k of n, the share and its Clopper-Pearson 95 % interval, and whether
-/// it meets the plan (share >= 90 % over >= 20).
+/// it meets the plan: share >= 90 % over at least `min_count` (20 for the
+/// A/A intervals and the pairs; the plan sets no count for the controls).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Share {
     pub k: usize,
@@ -62,11 +63,12 @@ pub struct Share {
     pub share: f64,
     pub lo: f64,
     pub hi: f64,
+    pub min_count: usize,
     pub meets_plan: bool,
 }
 
 impl Share {
-    pub fn of(k: usize, n: usize) -> Share {
+    pub fn of(k: usize, n: usize, min_count: usize) -> Share {
         let beta = |a: f64, b: f64, p: f64| Beta::new(a, b).map_or(f64::NAN, |d| d.inverse_cdf(p));
         let (kf, nf) = (k as f64, n as f64);
         let lo = if k == 0 {
@@ -86,7 +88,8 @@ impl Share {
             share,
             lo,
             hi,
-            meets_plan: n >= MIN_COUNT && share >= THRESHOLD,
+            min_count,
+            meets_plan: n >= min_count.max(1) && share >= THRESHOLD,
         }
     }
 }
@@ -255,9 +258,11 @@ pub fn judge(
             .collect(),
         reference: reference_name.to_string(),
         reference_estimate: reference,
-        aa: Share::of(aa.0, aa.1),
-        pairs: Share::of(pairs.0, pairs.1),
-        controls: Share::of(controls.0, controls.1),
+        aa: Share::of(aa.0, aa.1, MIN_COUNT),
+        pairs: Share::of(pairs.0, pairs.1, MIN_COUNT),
+        // The plan: "Reported as a share with its count; threshold: at
+        // least 90 %" (no minimum count: 5 sittings give 15).
+        controls: Share::of(controls.0, controls.1, 1),
         judged,
     }
 }
@@ -298,17 +303,21 @@ mod tests {
         // Six control runs: run 1 at 0.90 agrees, runs 2 and 3 at 1.0 do not.
         assert_eq!((c.controls.k, c.controls.n), (2, 6));
         assert!(!c.aa.meets_plan, "12 intervals are fewer than 20");
+        assert!(!c.controls.meets_plan, "2 of 6 is under 90 %");
         assert_eq!(c.sittings, ["s1", "s2"]);
     }
 
     #[test]
     fn clopper_pearson_bounds_hold_the_share_and_meet_the_plan_only_from_20() {
-        let s = Share::of(19, 20);
+        let s = Share::of(19, 20, MIN_COUNT);
         assert!(s.lo < 0.95 && 0.95 < s.hi && s.meets_plan);
         assert!((s.lo - 0.7513).abs() < 1e-3, "{s:?}");
-        assert!(!Share::of(18, 19).meets_plan);
-        assert_eq!(Share::of(20, 20).hi, 1.0);
-        assert_eq!(Share::of(0, 20).lo, 0.0);
+        assert!(!Share::of(18, 19, MIN_COUNT).meets_plan);
+        assert_eq!(Share::of(20, 20, MIN_COUNT).hi, 1.0);
+        assert_eq!(Share::of(0, 20, MIN_COUNT).lo, 0.0);
+        // The controls' share has no minimum count, only the 90 %.
+        assert!(Share::of(14, 15, 1).meets_plan && !Share::of(13, 15, 1).meets_plan);
+        assert!(!Share::of(0, 0, 1).meets_plan);
     }
 
     #[test]

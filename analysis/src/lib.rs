@@ -18,6 +18,7 @@ pub mod report;
 pub mod runs_index;
 pub mod sink_law;
 pub mod sinks;
+pub mod sitting_span;
 pub mod stats;
 pub mod sweep;
 

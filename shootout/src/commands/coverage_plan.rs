@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use analysis::coverage_plan::{self, Share};
+use analysis::sitting_span;
 
 use super::report_error;
 
@@ -38,6 +39,17 @@ pub(super) fn run(a: Args) -> ExitCode {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // The plan's sittings are at least an hour apart, and an hour from
+        // the reference: each measured span read from the raw records.
+        let spans = a
+            .sittings
+            .iter()
+            .map(|d| sitting_span::span(d))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let names: Vec<String> = a.sittings.iter().map(|d| d.display().to_string()).collect();
+        let judged: Vec<(&str, sitting_span::Span)> =
+            names.iter().map(String::as_str).zip(spans).collect();
+        sitting_span::check_gaps((&name, sitting_span::span(&a.reference)?), &judged)?;
         let c = coverage_plan::judge(&sittings, &name, reference, CONTROL);
         let newest = a.sittings.iter().max().expect("at least one sitting");
         let path = newest.join("coverage.json");
@@ -51,9 +63,13 @@ pub(super) fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let needs = |s: &Share| match s.min_count {
+        0 | 1 => ">= 90 %".to_string(),
+        n => format!(">= 90 % of >= {n}"),
+    };
     let line = |what: &str, s: &Share| {
         if s.n == 0 {
-            return format!("{what}: none yet (the plan needs >= 20)");
+            return format!("{what}: none yet (the plan needs {})", needs(s));
         }
         format!(
             "{what}: {} of {} ({:.0} %, 95 % CI {:.0}-{:.0} %){}",
@@ -63,9 +79,9 @@ pub(super) fn run(a: Args) -> ExitCode {
             s.lo * 100.0,
             s.hi * 100.0,
             if s.meets_plan {
-                "; meets the plan"
+                "; meets the plan".to_string()
             } else {
-                "; does not meet the plan (>= 90 % of >= 20)"
+                format!("; does not meet the plan ({})", needs(s))
             }
         )
     };
