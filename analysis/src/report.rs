@@ -57,6 +57,9 @@ pub struct Source {
     /// rendered outputs at its top (README.md, summary.json, index.html,
     /// the charts), so that rendering twice gives the same page.
     pub files: Vec<String>,
+    /// The raw record files packed in the run's `raw.tar.gz` (relative to
+    /// the run directory, sorted).
+    pub packed: Vec<String>,
     /// The comparisons of this run in `../history.json` (when the run sits
     /// in a results directory that keeps one), each with its sittings up
     /// to this run's date, so that a later run leaves this page as it is.
@@ -90,6 +93,7 @@ impl Source {
             }
         }
         files.sort();
+        let packed = crate::raw::packed(dir).unwrap_or_default();
         let run = dir
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -101,6 +105,7 @@ impl Source {
             run,
             meta,
             files,
+            packed,
         }
     }
 }

@@ -247,7 +247,7 @@ fn blocks(dir: &Path, share: f64, problems: &mut Vec<Problem>) -> Blocks {
 /// The mean 2xx/s over one side's measured intervals in a block's log.
 fn side_mean(log: &Path) -> anyhow::Result<f64> {
     let text =
-        std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+        crate::raw::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
     let intervals: Vec<loadgen::IntervalRecord> = text
         .lines()
         .filter_map(|l| match serde_json::from_str::<loadgen::Record>(l) {

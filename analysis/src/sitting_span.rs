@@ -35,7 +35,7 @@ impl Span {
 pub fn span(dir: &Path) -> anyhow::Result<Span> {
     let mut found: Option<Span> = None;
     for file in jsonl_files(dir) {
-        let text = std::fs::read_to_string(&file)
+        let text = crate::raw::read_to_string(&file)
             .with_context(|| format!("reading {}", file.display()))?;
         for line in text.lines() {
             let Ok(r) = serde_json::from_str::<serde_json::Value>(line) else {
@@ -60,23 +60,10 @@ pub fn span(dir: &Path) -> anyhow::Result<Span> {
 }
 
 fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    crate::raw::walk(dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect()
 }
 
 /// Refuses sittings closer than [`MIN_GAP_MIN`] to the one before them

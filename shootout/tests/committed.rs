@@ -21,6 +21,32 @@ fn runs() -> Vec<PathBuf> {
     dirs
 }
 
+/// Every committed run keeps its raw records packed in its `raw.tar.gz`
+/// (none loose), and the archive reads whole.
+#[test]
+fn every_committed_run_keeps_its_raw_records_packed() {
+    let mut loose = Vec::new();
+    let mut packed = 0;
+    for dir in runs() {
+        for f in analysis::raw::walk(&dir) {
+            let on_disk = f.is_file();
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            if on_disk && analysis::raw::is_raw(&name) {
+                loose.push(f.display().to_string());
+            }
+        }
+        let names = analysis::raw::packed(&dir).unwrap();
+        assert!(
+            names.iter().all(|n| analysis::raw::is_raw(n)),
+            "{}: {names:?}",
+            dir.display()
+        );
+        packed += names.len();
+    }
+    assert!(loose.is_empty(), "raw records not packed: {loose:#?}");
+    assert!(packed > 1000, "only {packed} packed records");
+}
+
 #[test]
 fn every_results_directory_has_its_meta_json_with_git_dirty() {
     let mut missing = Vec::new();

@@ -132,18 +132,10 @@ fn runs(out: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// Every file under `dir`, recursively.
+/// Every file under `dir`, recursively: on disk, and the raw records
+/// packed in a run's `raw.tar.gz` by the paths they were written at.
 fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
+    analysis::raw::walk(dir)
 }
 
 /// Fails on a temporary or partial file, and on any file that is not whole:
@@ -158,7 +150,12 @@ fn assert_whole(out: &Path) {
             "left behind: {}",
             f.display()
         );
-        let text = std::fs::read_to_string(&f).unwrap();
+        if name == analysis::raw::ARCHIVE {
+            // The archive reads whole (its records are checked one by one).
+            analysis::raw::packed(f.parent().unwrap()).unwrap();
+            continue;
+        }
+        let text = analysis::raw::read_to_string(&f).unwrap();
         let whole = if name.ends_with(".jsonl") {
             let lines: Vec<serde_json::Value> = text
                 .lines()
@@ -241,17 +238,21 @@ fn sigint_at_each_stage_leaves_nothing_running_and_no_half_file() {
             // Interrupted before the load: the row says so, no log.
             "start" | "verify" => {
                 assert_eq!(row["error"], "interrupted", "{stage}: {row}");
-                assert!(!log.exists(), "{stage}");
+                assert!(!analysis::raw::is_file(&log), "{stage}");
             }
             // loadgen stopped by the SIGINT and wrote its summary: kept.
             "measure" => {
                 assert_eq!(row["error"], "interrupted", "{stage}: {row}");
-                assert!(log.exists(), "{stage}: {row} {:?}", files(&runs[0]));
+                assert!(
+                    analysis::raw::is_file(&log),
+                    "{stage}: {row} {:?}",
+                    files(&runs[0])
+                );
             }
             // The row had finished; the run stops before the next unit.
             _ => {
                 assert!(row["error"].is_null(), "{stage}: {row}");
-                assert!(log.exists(), "{stage}");
+                assert!(analysis::raw::is_file(&log), "{stage}");
             }
         }
     }
@@ -379,7 +380,7 @@ fn a_full_disk_is_a_clear_error_and_every_file_is_whole() {
             // stays, whole, though meta.json could not be written.
             let runs = runs(&out);
             assert_eq!(runs.len(), 1);
-            assert!(runs[0].join("stages/row.jsonl").exists());
+            assert!(analysis::raw::is_file(&runs[0].join("stages/row.jsonl")));
         }
     }
 }
@@ -420,5 +421,7 @@ fn a_read_only_results_directory_is_a_clear_error() {
     );
     assert_nothing_left(&out, pid);
     assert_whole(&out);
-    assert!(runs(&out)[0].join("stages/row.jsonl").exists());
+    assert!(analysis::raw::is_file(
+        &runs(&out)[0].join("stages/row.jsonl")
+    ));
 }

@@ -219,7 +219,7 @@ fn two_load_hosts_through_a_proxy_host_end_to_end() {
             let shard = run
                 .join("multihost")
                 .join(format!("{row}.shard-{load}.jsonl"));
-            let log = std::fs::read_to_string(&shard).unwrap();
+            let log = analysis::raw::read_to_string(&shard).unwrap();
             let last: serde_json::Value =
                 serde_json::from_str(log.lines().last().unwrap()).unwrap();
             assert_eq!(
@@ -385,14 +385,13 @@ proxy_host = "proxy"
     // Every boundary has both slots' CPU, read on the hosts, and it grows.
     for row in ["aa", "proxied"] {
         let mut files = 0;
-        for entry in std::fs::read_dir(run.join("paired").join(row)).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().to_string();
+        for entry in analysis::raw::read_dir(&run.join("paired").join(row)).unwrap() {
+            let name = entry.name();
             if !name.ends_with(".cpu.jsonl") {
                 continue;
             }
             files += 1;
-            let lines: Vec<serde_json::Value> = std::fs::read_to_string(&path)
+            let lines: Vec<serde_json::Value> = analysis::raw::read_to_string(&entry.path)
                 .unwrap()
                 .lines()
                 .map(|l| serde_json::from_str(l).unwrap())
@@ -611,7 +610,7 @@ load_hosts = ["load1"]
     // One load host: a row's log has no shard suffix.
     let answered = |name: &str| -> u64 {
         let path = run.join("files").join(format!("{name}.jsonl"));
-        let log = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        let log = analysis::raw::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
         let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
         last["ok"].as_u64().unwrap()
     };
@@ -704,7 +703,7 @@ fn a_served_row_logs_into_an_ssh_terminal() {
         "{shaped}"
     );
     assert!(shaped["link"]["bytes"].as_u64().unwrap() > 0, "{shaped}");
-    let log = std::fs::read_to_string(run.join("served-ssh/shaped.jsonl")).unwrap();
+    let log = analysis::raw::read_to_string(&run.join("served-ssh/shaped.jsonl")).unwrap();
     let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
     assert!(last["ok"].as_u64().unwrap() > 0, "{last}");
     if xterm {

@@ -457,7 +457,22 @@ fn files_section(out: &mut String, src: &Source) {
     for f in &src.files {
         let _ = writeln!(out, "<li><a href=\"{0}\">{0}</a></li>", esc(f));
     }
-    let _ = writeln!(out, "</ul></details></section>");
+    let _ = writeln!(out, "</ul></details>");
+    if !src.packed.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details><summary>{} raw record files in <a href=\"{1}\">{1}</a> \
+             (<code>tar xzf {1}</code> puts them where they were written)</summary>\n\
+             <ul class=\"files\">",
+            src.packed.len(),
+            crate::raw::ARCHIVE
+        );
+        for f in &src.packed {
+            let _ = writeln!(out, "<li>{}</li>", esc(f));
+        }
+        let _ = writeln!(out, "</ul></details>");
+    }
+    let _ = writeln!(out, "</section>");
 }
 
 #[cfg(test)]

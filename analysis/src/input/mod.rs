@@ -98,12 +98,12 @@ pub struct TableInput {
 pub fn read_results(dir: &Path) -> Result<(Vec<TableInput>, Vec<Problem>), Problem> {
     let mut problems = Vec::new();
     let mut dirs = vec![dir.to_path_buf()];
-    let entries = std::fs::read_dir(dir)
+    let entries = crate::raw::read_dir(dir)
         .map_err(|e| Problem(format!("{}: cannot read directory: {e}", dir.display())))?;
     let mut subdirs: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
+        .into_iter()
+        .filter(|e| e.is_dir)
+        .map(|e| e.path)
         .collect();
     subdirs.sort();
     dirs.extend(subdirs);
@@ -155,25 +155,25 @@ pub(crate) fn read_spec(dir: &Path) -> Result<TableSpec, Problem> {
 }
 
 fn read_table(dir: &Path, problems: &mut Vec<Problem>) -> Vec<RunLog> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = crate::raw::read_dir(dir) else {
         return Vec::new();
     };
     let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
+        .into_iter()
+        .filter(|e| !e.is_dir)
+        .map(|e| e.path)
         .filter(|p| {
-            p.is_file()
-                && matches!(
-                    p.extension().and_then(|e| e.to_str()),
-                    Some("log" | "jsonl")
-                )
+            matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("log" | "jsonl")
+            )
         })
         .collect();
     files.sort();
     let mut logs = Vec::new();
     for path in files {
         let (row, rep, shard) = parse_name(&path);
-        let text = match std::fs::read(&path) {
+        let text = match crate::raw::read(&path) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) => {
                 problems.push(Problem(format!("{}: {e}", path.display())));

@@ -61,18 +61,13 @@ pub const LENGTH_TOLERANCE: f64 = 0.05;
 /// (a closing fragment is not a window).
 pub fn read_comparison(dir: &Path, problems: &mut Vec<Problem>) -> Comparison {
     let mut out = Comparison::default();
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = crate::raw::read_dir(dir) else {
         problems.push(Problem(format!("{}: cannot read directory", dir.display())));
         return out;
     };
     let mut stems: Vec<String> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".row.jsonl")
-                .map(str::to_owned)
-        })
+        .iter()
+        .filter_map(|e| e.name().strip_suffix(".row.jsonl").map(str::to_owned))
         .collect();
     stems.sort();
     for stem in stems {
@@ -85,7 +80,8 @@ pub fn read_comparison(dir: &Path, problems: &mut Vec<Problem>) -> Comparison {
         };
         let read = |suffix: &str| {
             let path = dir.join(format!("{stem}.{suffix}.jsonl"));
-            std::fs::read_to_string(&path).map_err(|e| Problem(format!("{}: {e}", path.display())))
+            crate::raw::read_to_string(&path)
+                .map_err(|e| Problem(format!("{}: {e}", path.display())))
         };
         let (row, base) = match (read("row"), read("base")) {
             (Ok(r), Ok(b)) => (r, b),
@@ -167,14 +163,13 @@ pub fn read_runs(dir: &Path, problems: &mut Vec<Problem>) -> Vec<(u32, Compariso
 /// A compared row's run directories, numbered: its `run-NN` directories
 /// in order, else `dir` itself as run 1.
 pub fn run_dirs(dir: &Path) -> Vec<(u32, std::path::PathBuf)> {
-    let mut runs: Vec<(u32, std::path::PathBuf)> = std::fs::read_dir(dir)
+    let mut runs: Vec<(u32, std::path::PathBuf)> = crate::raw::read_dir(dir)
         .into_iter()
         .flatten()
-        .filter_map(Result::ok)
-        .filter(|e| e.path().is_dir())
+        .filter(|e| e.is_dir)
         .filter_map(|e| {
-            let n = e.file_name().to_str()?.strip_prefix("run-")?.parse().ok()?;
-            Some((n, e.path()))
+            let n = e.name().strip_prefix("run-")?.parse().ok()?;
+            Some((n, e.path))
         })
         .collect();
     if runs.is_empty() {

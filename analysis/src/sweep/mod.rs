@@ -27,7 +27,7 @@ pub fn step_of(
     server_cpu_s: Option<f64>,
 ) -> anyhow::Result<Step> {
     let text =
-        std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+        crate::raw::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
     let summary = text
         .lines()
         .find_map(|l| match serde_json::from_str::<loadgen::Record>(l) {
@@ -88,7 +88,7 @@ pub fn step_of(
 /// The 2xx/s of a closed-model log's summary (the sweep's probe).
 pub fn closed_rps(log: &Path) -> anyhow::Result<Option<f64>> {
     let text =
-        std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+        crate::raw::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
     Ok(text
         .lines()
         .find_map(|l| match serde_json::from_str::<loadgen::Record>(l) {
@@ -99,11 +99,10 @@ pub fn closed_rps(log: &Path) -> anyhow::Result<Option<f64>> {
 
 /// The files in `dir` whose names end in `suffix`, sorted.
 pub(crate) fn files_ending(dir: &Path, suffix: &str) -> Vec<std::path::PathBuf> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
+    let mut files: Vec<_> = crate::raw::read_dir(dir)
         .into_iter()
         .flatten()
-        .flatten()
-        .map(|e| e.path())
+        .map(|e| e.path)
         .filter(|p| p.to_string_lossy().ends_with(suffix))
         .collect();
     files.sort();

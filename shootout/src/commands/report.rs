@@ -1,4 +1,5 @@
-//! `shootout report DIR…`: each run's page, and the index of the runs
+//! `shootout report [--pack] DIR…`: each run's page (its raw records
+//! packed first with --pack), and the index of the runs
 //! (`results/index.html`) where the runs' directory keeps a history.
 
 use std::io::Write;
@@ -12,11 +13,23 @@ pub(super) struct Args {
     /// Run directories, e.g. results/2026-11-23T20-51-00Z-quick.
     #[arg(required = true, value_name = "DIR")]
     dirs: Vec<PathBuf>,
+    /// First pack the run's loose raw records (`*.jsonl`) into its
+    /// raw.tar.gz, as a finished run does (for a run written before runs
+    /// packed, or one a crash left loose).
+    #[arg(long)]
+    pack: bool,
 }
 
 pub(super) fn run(a: Args) -> ExitCode {
     let mut failed = false;
     for dir in &a.dirs {
+        if a.pack {
+            if let Err(e) = analysis::raw::pack(dir) {
+                eprintln!("shootout: {}: {e:#}", dir.display());
+                failed = true;
+                continue;
+            }
+        }
         match report::rebuild(dir) {
             Ok(page) => {
                 let _ = writeln!(std::io::stdout().lock(), "{}", page.display());

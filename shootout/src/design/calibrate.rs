@@ -345,6 +345,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
             meta.paired = records.clone();
             meta.interrupted = stopped.is_some();
             meta.write(&dir)?;
+            analysis::raw::pack(&dir)?;
             report::analyse(&dir)?;
             if let Some(e) = failed {
                 bail!("{} comparison: {e}", row.name);
@@ -380,6 +381,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
     let _ = std::fs::remove_dir_all(dir.join("tmp"));
     meta.paired = records.clone();
     meta.write(&dir)?;
+    analysis::raw::pack(&dir)?;
     report::analyse(&dir)?;
     let cal = recompute(&dir)?;
     write_json(&dir.join("calibration.json"), &cal)?;

@@ -195,7 +195,7 @@ fn read_hold(
     log: &Path,
 ) -> anyhow::Result<(Option<loadgen::HoldRecord>, Option<loadgen::HoldRecord>)> {
     let text =
-        std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+        analysis::raw::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
     let (mut held, mut summary) = (None, None);
     for line in text.lines() {
         match serde_json::from_str::<loadgen::Record>(line) {

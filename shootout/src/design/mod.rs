@@ -146,6 +146,11 @@ pub fn run_file(
     }
     if result.is_err() && !dir.join("meta.json").exists() && !has_raw_data(&dir) {
         let _ = std::fs::remove_dir_all(&dir);
+    } else if result.is_err() {
+        // A failed run's records are packed as a finished run's are. A pack
+        // that fails (a full disk, a read-only directory: the error already
+        // reported) leaves them loose, where every reader finds them too.
+        let _ = analysis::raw::pack(&dir);
     }
     result
 }
@@ -173,7 +178,8 @@ fn sweep_then_compare(
     Ok(outcome)
 }
 
-/// True when some loadgen log (`*.jsonl`) lies under `dir`.
+/// True when some loadgen log (`*.jsonl`, or the run's `raw.tar.gz`)
+/// lies under `dir`.
 fn has_raw_data(dir: &Path) -> bool {
     std::fs::read_dir(dir)
         .into_iter()
@@ -184,7 +190,8 @@ fn has_raw_data(dir: &Path) -> bool {
             if p.is_dir() {
                 has_raw_data(&p)
             } else {
-                p.extension().is_some_and(|x| x == "jsonl")
+                let name = e.file_name().to_string_lossy().into_owned();
+                analysis::raw::is_raw(&name) || name == analysis::raw::ARCHIVE
             }
         })
 }
@@ -242,6 +249,9 @@ fn run_in(
     };
     meta.interrupted = outcome.interrupted;
     meta.write(dir)?;
+    // The raw records into the run's raw.tar.gz, before the report lists
+    // the run's files.
+    analysis::raw::pack(dir)?;
     if let Some(r) = report::analyse(dir)? {
         report::print_answers(&r);
         crate::record::history::after_run(dir)?;
