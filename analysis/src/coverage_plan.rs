@@ -114,7 +114,8 @@ pub struct Judged {
 /// What the plan finds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlanCoverage {
-    pub plan: &'static str,
+    /// The plan's page (`docs/coverage-plan.md`, `docs/coverage-plan-2.md`).
+    pub plan: String,
     pub sittings: Vec<String>,
     pub reference: String,
     pub reference_estimate: Estimate,
@@ -202,6 +203,7 @@ pub fn reference(dir: &Path, row: &str) -> anyhow::Result<Estimate> {
 
 /// Judges the sittings' rows against the reference of `control`.
 pub fn judge(
+    plan: &str,
     sittings: &[Vec<SittingRow>],
     reference_name: &str,
     reference: Estimate,
@@ -251,7 +253,7 @@ pub fn judge(
         }
     }
     PlanCoverage {
-        plan: "docs/coverage-plan.md",
+        plan: plan.to_string(),
         sittings: sittings
             .iter()
             .filter_map(|rows| rows.first().map(|r| r.sitting.clone()))
@@ -295,7 +297,13 @@ mod tests {
             sitting("s1", [1.0, 1.05], 0.90),
             sitting("s2", [1.0, 1.0], 0.90),
         ];
-        let c = judge(&s, "ref", est(0.90, 0.01), "control-496");
+        let c = judge(
+            "docs/coverage-plan.md",
+            &s,
+            "ref",
+            est(0.90, 0.01),
+            "control-496",
+        );
         // 12 A/A intervals, one (1.05 ± 2 %) misses 1.
         assert_eq!((c.aa.k, c.aa.n), (11, 12));
         // One pair of sittings, three comparisons: aa-2 1.05 vs 1.0 disagrees.

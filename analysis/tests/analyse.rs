@@ -379,7 +379,13 @@ fn committed_results_match_their_raw_logs() {
                     .collect();
                 let name = v["reference"].as_str().unwrap();
                 let reference = plan::reference(&results.join(name), "control-496").unwrap();
-                let fresh = plan::judge(&sittings, name, reference, "control-496");
+                let fresh = plan::judge(
+                    v["plan"].as_str().unwrap(),
+                    &sittings,
+                    name,
+                    reference,
+                    "control-496",
+                );
                 assert!(
                     committed == serde_json::to_vec_pretty(&fresh).unwrap(),
                     "{}/coverage.json differs from the coverage plan's fresh computation",

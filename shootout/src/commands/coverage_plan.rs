@@ -21,6 +21,9 @@ pub(super) struct Args {
     /// from a clean tree at or after the plan's commit, in the order run.
     #[arg(required = true, value_name = "SITTING")]
     sittings: Vec<PathBuf>,
+    /// The plan that judges them: its page.
+    #[arg(long, default_value = "docs/coverage-plan.md", value_parser = ["docs/coverage-plan.md", "docs/coverage-plan-2.md"])]
+    plan: String,
 }
 
 /// The row the plan judges against the reference.
@@ -50,7 +53,7 @@ pub(super) fn run(a: Args) -> ExitCode {
         let judged: Vec<(&str, sitting_span::Span)> =
             names.iter().map(String::as_str).zip(spans).collect();
         sitting_span::check_gaps((&name, sitting_span::span(&a.reference)?), &judged)?;
-        let c = coverage_plan::judge(&sittings, &name, reference, CONTROL);
+        let c = coverage_plan::judge(&a.plan, &sittings, &name, reference, CONTROL);
         let newest = a.sittings.iter().max().expect("at least one sitting");
         let path = newest.join("coverage.json");
         analysis::files::write_atomic(&path, &serde_json::to_vec_pretty(&c)?)?;

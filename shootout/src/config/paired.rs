@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::config::scenario::{Design, PairedSettings, Scenario, ScenarioError, Schedule};
+use crate::config::scenario::{Design, PairedSettings, Scenario, ScenarioError, Schedule, Spread};
 use crate::config::settings::{refuse_timing_keys, row_at, Written};
 use crate::config::spans::{table_duration, Err};
 
@@ -22,6 +22,7 @@ pub struct RawPaired {
     blocks: Option<u32>,
     runs: Option<i64>,
     seed: Option<u64>,
+    spread: Option<Spread>,
     turn: Option<String>,
     // Gone: refused with the reason (see `paired_settings`).
     budget: Option<toml::Value>,
@@ -239,6 +240,7 @@ fn paired_settings(
             .ok_or_else(|| err(at, format!("[paired] runs must be at least 1, not {n}")))?;
     }
     p.seed = r.seed.unwrap_or(p.seed);
+    p.spread = r.spread.unwrap_or(p.spread);
     p.turn = dur(&r.turn, "turn", p.turn, false)?;
     if r.turn.is_some() && p.schedule != Schedule::Interleave {
         return Err(err(

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::config::parse_tests::{parse_str, pinned};
-use crate::config::scenario::{Design, PairedSettings, Schedule};
+use crate::config::scenario::{Design, PairedSettings, Schedule, Spread};
 
 #[test]
 fn a_paired_row_with_an_unpinned_process_is_refused_unless_it_says_free() {
@@ -115,4 +115,21 @@ fn paired_rows_name_what_they_are_compared_with_and_a_same_setup_row_is_an_aa() 
         !nginx.same_setup(ntex),
         "a proxy in front is not the same setup"
     );
+}
+
+#[test]
+fn spread_is_comparison_by_default_sitting_when_asked_and_nothing_else() {
+    let file = |paired: &str| {
+        pinned(&format!("design = \"paired\"\nbaseline = \"a\"\n[paired]\n{paired}[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"actix\"\n"))
+    };
+    let spread = |paired: &str| match parse_str(&file(paired)).unwrap().design {
+        Design::Paired(p) => p.spread,
+        d => panic!("{d:?}"),
+    };
+    assert_eq!(spread(""), Spread::Comparison);
+    assert_eq!(spread("spread = \"sitting\"\n"), Spread::Sitting);
+    assert_eq!(spread("spread = \"comparison\"\n"), Spread::Comparison);
+    let e = parse_str(&file("spread = \"week\"\n")).unwrap_err();
+    assert!(e.contains("t.toml:") && e.contains("week"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
 }

@@ -157,6 +157,18 @@ pub enum Schedule {
     Interleave,
 }
 
+/// How a paired file's blocks lie over the sitting (`[paired] spread`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Spread {
+    /// Each comparison's blocks one after another; runs in rounds.
+    #[default]
+    Comparison,
+    /// Rounds of one block of every comparison and run, each round in a
+    /// seeded order: each comparison's blocks sample the whole sitting.
+    Sitting,
+}
+
 /// Settings of the paired design (see the crate README).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairedSettings {
@@ -174,8 +186,11 @@ pub struct PairedSettings {
     /// order, apart in time, in rounds over the comparisons); the reported
     /// interval comes from the runs when there are several.
     pub runs: u32,
-    /// Seed of the slot orders (recorded, so a run can be repeated).
+    /// Seed of the slot orders and of the spread plan (recorded, so a run
+    /// can be repeated).
     pub seed: u64,
+    /// How the blocks lie over the sitting.
+    pub spread: Spread,
     /// The interleaved schedule's turn period: each stack is loaded alone
     /// for half of it (every row's interval is a whole number of turns).
     pub turn: Duration,
@@ -218,6 +233,7 @@ impl Default for PairedSettings {
             blocks: 8,
             runs: 1,
             seed: 1,
+            spread: Spread::Comparison,
             turn: Duration::from_millis(200),
         }
     }

@@ -7,6 +7,7 @@
 pub mod calibrate;
 pub mod memory;
 pub mod paired;
+pub mod paired_plan;
 pub mod sequential;
 pub mod sinks;
 pub mod sweep;
@@ -242,7 +243,9 @@ fn run_in(
     };
     let outcome = match design {
         Design::Sequential => sequential::run_all(&run, scenarios, &mut meta)?,
-        Design::Paired(p) => paired::run_all(&run, scenarios, opts.only.as_deref(), p, &mut meta)?,
+        Design::Paired(p) => {
+            paired_plan::run_all(&run, scenarios, opts.only.as_deref(), p, &mut meta)?
+        }
         Design::Memory(m) => memory::run_all(&run, scenarios, m, &mut meta)?,
         Design::Sweep(w) => sweep_then_compare(&run, file, scenarios, w, &mut meta)?,
         Design::Sinks(k) => sinks::run_all(&run, scenarios, k, &mut meta)?,

@@ -40,16 +40,14 @@ use rand::{Rng, SeedableRng};
 
 use crate::check::{counter, verify};
 use crate::config::scenario::{PairedSettings, Scenario, Schedule};
-use crate::design::{each, Prepared, RunOutcome};
+use crate::design::Prepared;
 use crate::measure::cpu::CpuProbe;
 use crate::measure::load::{self, Timing};
 use crate::place::affinity::ReadCpus;
 use crate::place::placement::Placement;
 use crate::place::running::{Boundaries, Running};
 use crate::record::comparison::{BlockRecord, ComparisonRecord, SideFacts};
-use crate::record::meta::Meta;
 use crate::record::progress::Progress;
-use crate::record::report;
 use crate::stack::{Stack, StackSpec};
 use crate::Interrupted;
 
@@ -60,71 +58,9 @@ pub struct Ctx<'a> {
     pub progress: Progress,
 }
 
-/// Every row against its baseline (`against`, else the first row), one
-/// comparison after another; with `only`, that row alone (the rows it is
-/// compared with run beside it, uncompared).
-pub fn run_all(
-    run: &Prepared,
-    scenarios: &[Scenario],
-    only: Option<&str>,
-    settings: &PairedSettings,
-    meta: &mut Meta,
-) -> anyhow::Result<RunOutcome> {
-    let (first, rows) = scenarios.split_first().context("no baseline")?;
-    let pairs: Vec<(&Scenario, &Scenario)> = rows
-        .iter()
-        .filter(|r| only.is_none_or(|o| o == r.name))
-        .map(|r| {
-            let base = match &r.against {
-                Some(a) => scenarios
-                    .iter()
-                    .find(|s| &s.name == a)
-                    .with_context(|| format!("{}: no row {a:?} to compare with", r.name)),
-                None => Ok(first),
-            };
-            base.map(|b| (b, r))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    let planned = u64::from(settings.runs) * pairs.len() as u64 * u64::from(settings.blocks);
-    let ctx = Ctx {
-        run,
-        settings,
-        progress: Progress::new(planned),
-    };
-    meta.design = "paired".into();
-    let mut comparisons = Vec::new();
-    // Runs in rounds (every comparison once, then again), so that a
-    // comparison's runs are apart in time, separated by the others.
-    let pairs = &pairs;
-    let units =
-        (1..=settings.runs).flat_map(|r| pairs.iter().enumerate().map(move |(i, p)| (r, i, *p)));
-    let interrupted = each(run, units, |(r, i, (base, row))| {
-        ctx.progress.comparison(&row.name, &base.name);
-        let (rec, stopped) = compare(&ctx, base, row, i, r);
-        ctx.progress
-            .suspend(|| report::print_comparison(&rec, settings.effect()));
-        comparisons.push(rec);
-        crate::hold_at::stage("record");
-        meta.paired = comparisons.clone();
-        meta.write(run.dir)?;
-        Ok(stopped)
-    })?;
-    ctx.progress.finish();
-    if settings.runs > 1 && !interrupted {
-        for (base, row) in pairs {
-            let dir = run.table_dir.join(&row.name);
-            report::print_across_runs(&row.name, &base.name, &dir, settings.effect());
-        }
-    }
-    Ok(RunOutcome {
-        comparisons,
-        ..RunOutcome::of(run.dir, interrupted)
-    })
-}
-
 /// One comparison: a row against the baseline; `index` keeps the network
 /// namespaces of different comparisons apart.
-struct Pair<'a> {
+pub(crate) struct Pair<'a> {
     base: &'a Scenario,
     row: &'a Scenario,
     index: usize,
@@ -132,60 +68,100 @@ struct Pair<'a> {
     dir: PathBuf,
 }
 
-/// Runs the planned blocks of `row` against `base`, as run `run` of the
-/// comparison's `runs` (files in `ROW/run-NN/` when there are several).
-/// `index` keeps network namespaces of different comparisons apart.
-pub fn compare(
-    ctx: &Ctx,
-    base: &Scenario,
-    row: &Scenario,
-    index: usize,
+/// One run of a comparison under way: its pair, its record so far, and
+/// its blocks as planned.
+pub(crate) struct Comparison<'a> {
+    pair: Pair<'a>,
+    pub rec: ComparisonRecord,
     run: u32,
-) -> (ComparisonRecord, Option<Interrupted>) {
-    let p = ctx.settings;
-    let mut rec = ComparisonRecord::new(base, row, p);
-    let mut dir = ctx.run.table_dir.join(&row.name);
-    if p.runs > 1 {
-        rec.run = Some(run);
-        dir = dir.join(format!("run-{run:02}"));
-    }
-    let pair = Pair {
-        base,
-        row,
-        index,
-        dir,
-    };
-    if let Err(e) = std::fs::create_dir_all(&pair.dir) {
-        rec.error = Some(format!("creating {}: {e}", pair.dir.display()));
-        rec.stopped_by = "error".into();
-        return (rec, None);
-    }
-    // Each run draws its own slot orders (run 1 keeps the seed's old ones).
-    let seed = p
-        .seed
-        .wrapping_add(index as u64)
-        .wrapping_add(1000 * u64::from(run - 1));
-    // The whole plan is drawn before the first block: nothing measured can
-    // change how many blocks run.
-    let orders = plan_orders(seed, p.blocks);
-    let started = Instant::now();
-    let mut interrupted = None;
-    rec.stopped_by = "blocks".into();
-    for (n, order) in (1..).zip(orders) {
-        if ctx.run.stopping() {
-            rec.stopped_by = "interrupted".into();
-            interrupted = Some(Interrupted);
-            break;
+    orders: std::vec::IntoIter<Order>,
+    next: u32,
+}
+
+/// What one block left a comparison with.
+pub(crate) enum Stepped {
+    /// Measured; more may follow.
+    Next,
+    /// The comparison ended (an error, or its last planned block).
+    Ended,
+    /// SIGINT or SIGTERM came.
+    Interrupted,
+}
+
+impl<'a> Comparison<'a> {
+    /// Run `run` of `row` against `base` (files in `ROW/run-NN/` when there
+    /// are several), its slot orders drawn; Err: its record, which says why
+    /// it could not start.
+    pub(crate) fn begin(
+        ctx: &Ctx,
+        base: &'a Scenario,
+        row: &'a Scenario,
+        index: usize,
+        run: u32,
+    ) -> Result<Comparison<'a>, Box<ComparisonRecord>> {
+        let p = ctx.settings;
+        let mut rec = ComparisonRecord::new(base, row, p);
+        let mut dir = ctx.run.table_dir.join(&row.name);
+        if p.runs > 1 {
+            rec.run = Some(run);
+            dir = dir.join(format!("run-{run:02}"));
         }
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            rec.error = Some(format!("creating {}: {e}", dir.display()));
+            rec.stopped_by = "error".into();
+            return Err(Box::new(rec));
+        }
+        // Each run draws its own slot orders (run 1 keeps the seed's old
+        // ones). The whole plan is drawn before the first block: nothing
+        // measured can change how many blocks run.
+        let seed = p
+            .seed
+            .wrapping_add(index as u64)
+            .wrapping_add(1000 * u64::from(run - 1));
+        rec.stopped_by = "blocks".into();
+        Ok(Comparison {
+            pair: Pair {
+                base,
+                row,
+                index,
+                dir,
+            },
+            rec,
+            run,
+            orders: plan_orders(seed, p.blocks).into_iter(),
+            next: 1,
+        })
+    }
+
+    /// Runs the next planned block (fresh stacks) and records it.
+    pub(crate) fn step(&mut self, ctx: &Ctx) -> Stepped {
+        let Some(order) = self.orders.next() else {
+            return Stepped::Ended;
+        };
+        if ctx.run.stopping() {
+            self.rec.stopped_by = "interrupted".into();
+            return Stepped::Interrupted;
+        }
+        let (n, row) = (self.next, self.pair.row);
+        self.next += 1;
         let t0 = Instant::now();
         let mut facts = [SideFacts::default(), SideFacts::default()];
-        let tmp = ctx.run.tmp(&format!("{}-{run}-{n}", row.name));
-        let outcome = run_block(ctx, &pair, n, order, &tmp, &mut facts, &mut rec.netem);
+        let tmp = ctx.run.tmp(&format!("{}-{}-{n}", row.name, self.run));
+        let outcome = run_block(
+            ctx,
+            &self.pair,
+            n,
+            order,
+            &tmp,
+            &mut facts,
+            &mut self.rec.netem,
+        );
         let _ = std::fs::remove_dir_all(&tmp);
         let seconds = t0.elapsed().as_secs_f64();
+        self.rec.seconds += seconds;
         let [row_facts, base_facts] = facts;
         let error = outcome.as_ref().err().map(|e| format!("{e:#}"));
-        rec.blocks.push(BlockRecord::build(
+        self.rec.blocks.push(BlockRecord::build(
             n,
             order.as_str(),
             row_facts,
@@ -193,22 +169,51 @@ pub fn compare(
             seconds,
             error,
         ));
-        update_figures(&mut rec, &pair.dir);
-        ctx.progress
-            .block(&row.name, &base.name, n, order.as_str(), &rec.progress());
-        if let Err(e) = outcome {
-            if e.is::<Interrupted>() {
-                rec.stopped_by = "interrupted".into();
-                interrupted = Some(Interrupted);
-            } else {
-                rec.stopped_by = "error".into();
-                rec.error = Some(format!("block {n}: {e:#}"));
+        update_figures(&mut self.rec, &self.pair.dir);
+        ctx.progress.block(
+            &row.name,
+            &self.pair.base.name,
+            n,
+            order.as_str(),
+            &self.rec.progress(),
+        );
+        match outcome {
+            Err(e) if e.is::<Interrupted>() => {
+                self.rec.stopped_by = "interrupted".into();
+                Stepped::Interrupted
             }
-            break;
+            Err(e) => {
+                self.rec.stopped_by = "error".into();
+                self.rec.error = Some(format!("block {n}: {e:#}"));
+                Stepped::Ended
+            }
+            Ok(()) if self.orders.len() == 0 => Stepped::Ended,
+            Ok(()) => Stepped::Next,
         }
     }
-    rec.seconds = started.elapsed().as_secs_f64();
-    (rec, interrupted)
+}
+
+/// Runs the planned blocks of `row` against `base`, one after another, as
+/// run `run` of the comparison's `runs`. `index` keeps network namespaces
+/// of different comparisons apart. Its `seconds` are those of its blocks.
+pub fn compare(
+    ctx: &Ctx,
+    base: &Scenario,
+    row: &Scenario,
+    index: usize,
+    run: u32,
+) -> (ComparisonRecord, Option<Interrupted>) {
+    let mut c = match Comparison::begin(ctx, base, row, index, run) {
+        Ok(c) => c,
+        Err(rec) => return (*rec, None),
+    };
+    loop {
+        match c.step(ctx) {
+            Stepped::Next => {}
+            Stepped::Ended => return (c.rec, None),
+            Stepped::Interrupted => return (c.rec, Some(Interrupted)),
+        }
+    }
 }
 
 /// A comparison's blocks, planned before the first one runs: `blocks`

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::check::counter::CounterCheck;
-use crate::config::scenario::{PairedSettings, Scenario};
+use crate::config::scenario::{PairedSettings, Scenario, Spread};
 use crate::place::affinity::ReadCpus;
 
 /// One block, as meta.json keeps it.
@@ -220,13 +220,17 @@ impl ComparisonRecord {
             .into(),
             load: row.load_text(),
             settings: format!(
-                "{}, {} runs of {} blocks of {}, settle {}, seed {}",
+                "{}, {} runs of {} blocks of {}, settle {}, seed {}{}",
                 p.schedule_text(),
                 p.runs,
                 p.blocks,
                 humantime::format_duration(p.block),
                 humantime::format_duration(p.settle),
-                p.seed
+                p.seed,
+                match p.spread {
+                    Spread::Comparison => "",
+                    Spread::Sitting => ", blocks spread over the sitting",
+                }
             )
             .to_lowercase(),
             row_sink: SinkRecord::of(row),

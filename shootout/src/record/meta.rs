@@ -34,12 +34,24 @@ pub struct Meta {
     /// Paired design: one record per comparison.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub paired: Vec<crate::record::comparison::ComparisonRecord>,
+    /// Paired design with `spread = "sitting"`: the plan, drawn before the
+    /// first block, one entry per block in the order run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plan: Vec<PlannedBlock>,
     /// Memory rows: one record per repetition (also in the table directory).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<analysis::memory::MemoryRecord>,
     /// Remote hosts: what preflight found and each clock offset.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<crate::place::connect::Checked>,
+}
+
+/// One block of the plan: which comparison and run take it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedBlock {
+    pub row: String,
+    pub baseline: String,
+    pub run: u32,
 }
 
 /// A command's trimmed stdout when it succeeds.
@@ -137,6 +149,7 @@ impl Meta {
             design: "sequential".into(),
             rows: Vec::new(),
             paired: Vec::new(),
+            plan: Vec::new(),
             memory: Vec::new(),
             hosts: Vec::new(),
         }

@@ -387,3 +387,51 @@ fn slow_clients_run_beside_the_row_and_are_reported() {
     assert!(readme.contains("### Slow clients"), "{readme}");
     run.left_nothing();
 }
+
+#[test]
+fn spread_comparisons_run_their_blocks_in_rounds_over_the_sitting() {
+    let out = tempfile::tempdir_in(target_dir()).unwrap();
+    let run = Ran::ok(
+        &["run", "shootout/tests/fixtures/paired-spread.toml"],
+        out.path(),
+    );
+    let m = run.meta();
+    // The plan: 4 rounds of one block of each comparison.
+    let plan: Vec<&str> = m["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["row"].as_str().unwrap())
+        .collect();
+    assert_eq!(plan.len(), 8, "{m}");
+    for round in plan.chunks(2) {
+        let mut r = round.to_vec();
+        r.sort_unstable();
+        assert_eq!(r, ["aa", "aa2"], "{plan:?}");
+    }
+    for c in m["paired"].as_array().unwrap() {
+        assert_eq!(c["blocks"].as_array().unwrap().len(), 4, "{c}");
+        assert_eq!(c["stopped_by"], "blocks", "{c}");
+        let settings = c["settings"].as_str().unwrap();
+        assert!(
+            settings.ends_with(", blocks spread over the sitting"),
+            "{settings}"
+        );
+    }
+    // The blocks ran in the plan's order: each block's first interval.
+    let mut ran: Vec<(u64, &str)> = Vec::new();
+    for row in ["aa", "aa2"] {
+        let dir = run.dir().join("paired-spread").join(row);
+        for name in names_in(&dir).iter().filter(|n| n.ends_with(".row.jsonl")) {
+            let first = jsonl(&dir.join(name))
+                .into_iter()
+                .find(|v| v["type"] == "interval")
+                .unwrap();
+            ran.push((first["start_unix_ms"].as_u64().unwrap(), row));
+        }
+    }
+    ran.sort_unstable();
+    let order: Vec<&str> = ran.iter().map(|(_, r)| *r).collect();
+    assert_eq!(order, plan);
+    run.left_nothing();
+}
