@@ -15,13 +15,17 @@ impl ScenarioFile {
         if let Design::Paired(p) = &self.design {
             writeln!(
                 out,
-                "  paired against {:?}: {} schedule, {} run(s) of {} blocks of {} after {} settle per comparison",
+                "  paired against {:?}: {} schedule, {} run(s) of {} blocks of {} after {} settle per comparison{}",
                 self.baseline.as_deref().unwrap_or(""),
                 p.schedule_text(),
                 p.runs,
                 p.blocks,
                 humantime::format_duration(p.block),
                 humantime::format_duration(p.settle),
+                match p.spread {
+                    crate::config::scenario::Spread::Comparison => "",
+                    crate::config::scenario::Spread::Sitting => ", blocks spread over the sitting",
+                }
             )?;
         }
         if let Design::Memory(m) = &self.design {
