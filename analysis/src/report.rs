@@ -124,6 +124,9 @@ fn history_of(results: &std::path::Path, run: &str) -> Vec<crate::history::Compa
         .filter_map(|mut c| {
             let date = c.sittings.iter().find(|s| s.run == run)?.date.clone();
             c.sittings.retain(|s| s.date <= date);
+            // The pool of those sittings alone, so that a later sitting
+            // leaves this page as it is.
+            c.across = crate::history::across(&c.sittings);
             Some(c)
         })
         .collect()

@@ -24,6 +24,12 @@ pub struct RunEntry {
     pub dirty: Option<bool>,
     /// What the run decided, one comparison each (paired runs).
     pub answers: Vec<Answer>,
+    /// Beside each answer, where its processes ran when that was not
+    /// pinned and checked: "placement not recorded" (a run from before
+    /// placement was read back from /proc; nginx in front was then left to
+    /// the scheduler, and those nginx answers are withdrawn) or "placement
+    /// free" (the file said so).
+    pub placement: Vec<Option<&'static str>>,
     /// The titles of its tables (every run that has them).
     pub titles: Vec<String>,
     /// The run's page relative to the results directory.
@@ -82,6 +88,22 @@ fn entry(dir: &Path, name: &str) -> Option<RunEntry> {
                 }),
         );
     }
+    // Each answer's comparison record in meta.json: its placement.
+    let placement = answers
+        .iter()
+        .map(|a| {
+            let rec = meta
+                .get("paired")?
+                .as_array()?
+                .iter()
+                .find(|c| c.get("row").and_then(|r| r.as_str()) == Some(a.row.as_str()))?;
+            match rec.get("placement").and_then(|p| p.as_str()) {
+                None => Some("placement not recorded"),
+                Some("free") => Some("placement free"),
+                Some(_) => None,
+            }
+        })
+        .collect();
     let sha = text(meta.get("git_sha")).unwrap_or_default();
     let page = if dir.join("index.html").is_file() {
         "index.html"
@@ -96,6 +118,7 @@ fn entry(dir: &Path, name: &str) -> Option<RunEntry> {
         commit: sha.chars().take(8).collect(),
         dirty: meta.get("git_dirty").and_then(serde_json::Value::as_bool),
         answers,
+        placement,
         titles,
         page: format!("{name}/{page}"),
     })
@@ -115,4 +138,56 @@ pub fn gather(results: &Path) -> anyhow::Result<Vec<RunEntry>> {
         .iter()
         .filter_map(|n| entry(&results.join(n), n))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A paired run named `name` whose one comparison's record says
+    /// `placement` (or nothing, as runs before placement was read back).
+    fn run(results: &Path, name: &str, placement: Option<&str>) {
+        let dir = results.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut rec = serde_json::json!({"row": "ntex", "baseline": "actix"});
+        if let Some(p) = placement {
+            rec["placement"] = p.into();
+        }
+        let meta = serde_json::json!({"design": "paired", "git_sha": "abc", "git_dirty": false, "paired": [rec]});
+        std::fs::write(dir.join("meta.json"), meta.to_string()).unwrap();
+        let answer = r#"{"row": "ntex", "against": "actix", "aa": false, "ratio": {"ratio": 0.83, "lo": 0.81, "hi": 0.85}, "runs": 1, "verdict": {"kind": "slower", "pct": 17.0}}"#;
+        let summary = format!(r#"{{"paired": [{{"title": "T", "answers": [{answer}]}}]}}"#);
+        std::fs::write(dir.join("summary.json"), summary).unwrap();
+    }
+
+    #[test]
+    fn answers_say_when_their_placement_was_not_recorded_or_free() {
+        let results = tempfile::tempdir().unwrap();
+        run(results.path(), "2026-11-20T00-00-00Z-old", None);
+        run(
+            results.path(),
+            "2026-11-21T00-00-00Z-pinned",
+            Some("pinned"),
+        );
+        run(results.path(), "2026-11-22T00-00-00Z-free", Some("free"));
+        let runs = gather(results.path()).unwrap();
+        let by: Vec<(&str, Vec<Option<&str>>)> = runs
+            .iter()
+            .map(|r| (r.run.as_str(), r.placement.clone()))
+            .collect();
+        assert_eq!(
+            by,
+            [
+                ("2026-11-22T00-00-00Z-free", vec![Some("placement free")]),
+                ("2026-11-21T00-00-00Z-pinned", vec![None]),
+                (
+                    "2026-11-20T00-00-00Z-old",
+                    vec![Some("placement not recorded")]
+                ),
+            ]
+        );
+        let page = crate::export::runs_html::page(&runs);
+        assert_eq!(page.matches("(placement not recorded)").count(), 1);
+        assert_eq!(page.matches("(placement free)").count(), 1);
+    }
 }

@@ -76,10 +76,20 @@ pub fn sittings(history: &[Comparison], run: &str) -> String {
                 strong: s.run == run,
             });
         }
+        // With three sittings or more, their pool (random effects).
+        if let Some(a) = &c.across {
+            lines.push(Line {
+                label: format!("{name} across {}", a.sittings),
+                ratio: a.ratio,
+                lo: a.lo,
+                hi: a.hi,
+                strong: true,
+            });
+        }
     }
     forest(
         "forest-history",
-        "The same comparisons in every committed sitting up to this one (log axis)",
+        "The same comparisons in every committed sitting up to this one, and across them from three on (log axis)",
         &lines,
         None,
     )
@@ -201,5 +211,46 @@ mod tests {
         assert!(svg.contains("A/A &lt;1&gt;"), "{svg}");
         assert!(svg.contains("viewBox"));
         assert!(!ticks(0.75, 1.05).is_empty());
+    }
+
+    #[test]
+    fn the_sittings_plot_adds_the_pool_once_there_are_three() {
+        let sitting = |run: &str, ratio: f64| crate::history::Sitting {
+            run: run.into(),
+            date: format!("2026-11-2{}T10:00:00Z", run.len()),
+            git_sha: String::new(),
+            git_dirty: false,
+            kernel: String::new(),
+            cpu_model: String::new(),
+            ratio,
+            lo: ratio * 0.98,
+            hi: ratio * 1.02,
+            runs: 1,
+            df: 7.0,
+            se_log: crate::history::Sitting::se_of(ratio * 0.98, ratio * 1.02, 7.0),
+        };
+        let mut c = Comparison {
+            identity: crate::history::Identity {
+                file: "scenarios/quick.toml".into(),
+                row: "ntex".into(),
+                against: "actix".into(),
+                aa: false,
+                row_variant: String::new(),
+                base_variant: String::new(),
+                schedule: String::new(),
+                placement: String::new(),
+                load: String::new(),
+            },
+            sittings: vec![sitting("a", 0.82), sitting("bb", 0.83)],
+            across: None,
+        };
+        c.across = crate::history::across(&c.sittings);
+        let two = sittings(std::slice::from_ref(&c), "bb");
+        assert!(!two.contains("ntex/actix across"), "{two}");
+        c.sittings.push(sitting("ccc", 0.81));
+        c.across = crate::history::across(&c.sittings);
+        let three = sittings(std::slice::from_ref(&c), "ccc");
+        assert!(three.contains(">ntex/actix across 3</text>"), "{three}");
+        assert_eq!(three.matches("<circle").count(), 4);
     }
 }

@@ -106,9 +106,13 @@ fn row(out: &mut String, r: &RunEntry) {
     } else {
         r.answers
             .iter()
-            .map(|a| {
+            .zip(r.placement.iter().chain(std::iter::repeat(&None)))
+            .map(|(a, placed)| {
+                let note = placed.map_or(String::new(), |p| {
+                    format!(" <span class=\"note\">({p})</span>")
+                });
                 format!(
-                    "{} {}: {}",
+                    "{} {}: {}{note}",
                     esc(&a.name()),
                     esc(&a.figure()),
                     esc(&a.words())
