@@ -136,3 +136,55 @@ fn row(out: &mut String, r: &RunEntry) {
         esc(&r.commit),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A paired run named `name` whose one comparison's record says
+    /// `placement` (or nothing, as runs before placement was read back).
+    fn run(results: &Path, name: &str, placement: Option<&str>) {
+        let dir = results.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut rec = serde_json::json!({"row": "ntex", "baseline": "actix"});
+        if let Some(p) = placement {
+            rec["placement"] = p.into();
+        }
+        let meta = serde_json::json!({"design": "paired", "git_sha": "abc", "git_dirty": false, "paired": [rec]});
+        std::fs::write(dir.join("meta.json"), meta.to_string()).unwrap();
+        let answer = r#"{"row": "ntex", "against": "actix", "aa": false, "ratio": {"ratio": 0.83, "lo": 0.81, "hi": 0.85}, "runs": 1, "verdict": {"kind": "slower", "pct": 17.0}}"#;
+        let summary = format!(r#"{{"paired": [{{"title": "T", "answers": [{answer}]}}]}}"#);
+        std::fs::write(dir.join("summary.json"), summary).unwrap();
+    }
+
+    #[test]
+    fn answers_say_when_their_placement_was_not_recorded_or_free() {
+        let results = tempfile::tempdir().unwrap();
+        run(results.path(), "2026-11-20T00-00-00Z-old", None);
+        run(
+            results.path(),
+            "2026-11-21T00-00-00Z-pinned",
+            Some("pinned"),
+        );
+        run(results.path(), "2026-11-22T00-00-00Z-free", Some("free"));
+        let runs = gather(results.path()).unwrap();
+        let by: Vec<(&str, Vec<Option<&str>>)> = runs
+            .iter()
+            .map(|r| (r.run.as_str(), r.placement.clone()))
+            .collect();
+        assert_eq!(
+            by,
+            [
+                ("2026-11-22T00-00-00Z-free", vec![Some("placement free")]),
+                ("2026-11-21T00-00-00Z-pinned", vec![None]),
+                (
+                    "2026-11-20T00-00-00Z-old",
+                    vec![Some("placement not recorded")]
+                ),
+            ]
+        );
+        let page = page(&runs);
+        assert_eq!(page.matches("(placement not recorded)").count(), 1);
+        assert_eq!(page.matches("(placement free)").count(), 1);
+    }
+}
