@@ -304,6 +304,49 @@ fn a_block_whose_server_left_its_cpus_is_not_recorded() {
     assert_nothing_left(&out, pid);
 }
 
+/// The same in the sequential design: a row whose server left its CPUs
+/// (moved while the runner holds before verifying) fails before its load,
+/// says why, and leaves no raw log.
+#[test]
+fn a_sequential_row_whose_server_left_its_cpus_fails_before_its_load() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let text = "[defaults]\nduration = \"2s\"\nwarmup = \"0s\"\nserver_cpus = \"1\"\nloadgen_cpus = \"0\"\n\
+                connections = 4\nworkers = 1\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut run = Run::of(dir.path(), "moved-seq.toml", text, &out, "verify");
+    let pid = run.child.id();
+    run.wait_held("verify");
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+    assert!(!children.trim().is_empty(), "no server started");
+    for child in children.split_whitespace() {
+        let ok = Command::new("taskset")
+            .args(["-a", "-p", "-c", "0", child])
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    run.signal(libc::SIGUSR1);
+    let (code, stderr) = run.finish();
+    assert_eq!(code, Some(1), "{stderr:#?}");
+    let runs = runs(&out);
+    assert_eq!(runs.len(), 1);
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(runs[0].join("meta.json")).unwrap()).unwrap();
+    let error = meta["rows"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("the server runs on CPUs 0 where the scenario says 1: not recorded"),
+        "{meta}"
+    );
+    let raw: Vec<PathBuf> = files(&runs[0])
+        .into_iter()
+        .filter(|f| f.to_string_lossy().ends_with(".jsonl"))
+        .collect();
+    assert!(raw.is_empty(), "{raw:?}");
+    assert_nothing_left(&out, pid);
+}
+
 /// A tmpfs of `kib` at a new directory, unmounted on drop.
 struct Tmpfs {
     dir: tempfile::TempDir,

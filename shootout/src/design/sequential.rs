@@ -10,13 +10,14 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::{Duration, SystemTime};
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 
 use crate::check::{counter, verify};
 use crate::config::scenario::Scenario;
 use crate::design::{each, rounds, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
 use crate::measure::wait::{self, Limits, Waited};
+use crate::place::affinity::ReadCpus;
 use crate::place::host::Host;
 use crate::place::placement::Placement;
 use crate::place::procs::Usage;
@@ -80,6 +81,13 @@ fn run_stages(job: &Job, facts: &mut RowFacts) -> anyhow::Result<()> {
     }
     let before = verified.as_ref().map_or(0, |v| v.count);
     facts.verified = verified;
+    // Where the stack's processes run, read once they answer: a process
+    // not where the file says fails the row before any load.
+    facts.cpus = stack.read_cpus(s)?;
+    if let Err(e) = facts.cpus.iter().try_for_each(ReadCpus::check) {
+        let _ = stack.stop();
+        return Err(e);
+    }
     if job.run.stopping() {
         let _ = stack.stop();
         return Err(Interrupted.into());
@@ -215,12 +223,18 @@ fn measure(
         stopping: &|| job.run.stopping(),
     };
     let bar = progress_bar(s, job.repetition, total);
+    // Where each loadgen runs, read at the first sample (it has started;
+    // one that already ended is not read).
+    let mut placed: Option<anyhow::Result<Vec<ReadCpus>>> = None;
     let waited = wait::wait(
         loadgens,
         |l| &mut l.proc_,
         stack,
         limits,
         |stack, loadgens, elapsed| {
+            if placed.is_none() {
+                placed = Some(read_loadgen_cpus(s, loadgens));
+            }
             sample(facts, stack, loadgens);
             let secs = elapsed.saturating_sub(lead).as_secs();
             bar.set_position(secs.min(total.as_secs()));
@@ -235,6 +249,11 @@ fn measure(
         }
     };
     bar.finish_and_clear();
+    match placed {
+        Some(Ok(read)) => facts.cpus.extend(read),
+        Some(Err(e)) => return Err(e),
+        None => {}
+    }
     // The server's (and nginx's) figures after the load.
     sample(facts, stack, &[]);
     if interrupted {
@@ -249,6 +268,21 @@ fn measure(
         return Err(Interrupted.into());
     }
     Ok(status)
+}
+
+/// The loadgens' CPUs as read (those still running), each checked against
+/// the row's `loadgen_cpus`.
+fn read_loadgen_cpus(s: &Scenario, loadgens: &[Loadgen]) -> anyhow::Result<Vec<ReadCpus>> {
+    let mut out = Vec::new();
+    for l in loadgens {
+        let read = l.proc_.read_cpus("loadgen", s.loadgen_cpus.as_deref())?;
+        if read.threads > 0 {
+            read.check()
+                .with_context(|| format!("{}loadgen", l.host.prefix()))?;
+            out.push(read);
+        }
+    }
+    Ok(out)
 }
 
 fn progress_bar(s: &Scenario, repetition: u32, total: Duration) -> indicatif::ProgressBar {

@@ -46,6 +46,10 @@ pub struct RowRecord {
     /// Set when a link delay was asked for and could not be applied.
     pub netem: Option<String>,
     pub error: Option<String>,
+    /// Where each process (server, nginx, loadgen) ran, as read from
+    /// /proc: every thread's allowed CPUs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<crate::place::affinity::ReadCpus>,
 }
 
 /// What the stages of one repetition found, each stage's result kept
@@ -67,6 +71,8 @@ pub struct RowFacts {
     pub loaded: Option<(Option<i32>, Option<f64>)>,
     pub counter: Option<CounterCheck>,
     pub stopped: Option<Stopped>,
+    /// Where each process ran, read from /proc during the row.
+    pub cpus: Vec<crate::place::affinity::ReadCpus>,
 }
 
 impl RowRecord {
@@ -123,6 +129,7 @@ impl RowRecord {
             counter: facts.counter,
             netem,
             error,
+            cpus: facts.cpus,
         };
         (rec, interrupted)
     }

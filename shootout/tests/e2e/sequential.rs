@@ -41,6 +41,23 @@ fn sequential_matrix_end_to_end_with_counter_check() {
         assert!(r["counter"]["acknowledged"].as_u64().unwrap() > 0);
         assert!(r["server"]["cpu_seconds"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["verified"]["date_header"].as_bool().unwrap());
+        // Where each process ran, read from /proc: the server (and nginx)
+        // once it answered, the loadgen under load; each checked against
+        // the row's CPUs when it names them.
+        let read: Vec<&str> = r["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["process"].as_str().unwrap())
+            .collect();
+        assert_eq!(read.first(), Some(&"server"), "{r}");
+        assert_eq!(read.last(), Some(&"loadgen"), "{r}");
+        for c in r["cpus"].as_array().unwrap() {
+            assert!(c["threads"].as_u64().unwrap() >= 1, "{c}");
+            if let Some(want) = c["wanted"].as_str() {
+                assert_eq!(c["read"], serde_json::json!([want]), "{c}");
+            }
+        }
     }
     assert_eq!(
         rows[2]["verified"]["server_header"]
