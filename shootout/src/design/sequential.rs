@@ -308,10 +308,10 @@ fn sample(facts: &mut RowFacts, stack: &Stack, loadgens: &[Loadgen]) {
     facts.nginx = nginx.or(facts.nginx);
     let all: Vec<Usage> = loadgens.iter().filter_map(|l| l.proc_.usage()).collect();
     if !loadgens.is_empty() && all.len() == loadgens.len() {
-        facts.loadgen = Usage {
+        facts.loadgen = facts.loadgen.updated(Usage {
             cpu_seconds: all.iter().map(|u| u.cpu_seconds).sum(),
             peak_rss_bytes: all.iter().map(|u| u.peak_rss_bytes).sum(),
             processes: all.iter().map(|u| u.processes).sum(),
-        };
+        });
     }
 }

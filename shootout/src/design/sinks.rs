@@ -241,7 +241,7 @@ fn sample(
         // reading, up to 100 ms before it ended) and server (below).
         let tick = |_: &Stack, procs: &[Running], _| {
             if let Some(u) = procs[0].usage() {
-                facts.loadgen = u;
+                facts.loadgen = facts.loadgen.updated(u);
             }
         };
         match wait::wait(&mut procs, |p| p, stack, limits, tick)? {

@@ -171,6 +171,18 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// A later reading of the same process (group): its CPU seconds (which
+    /// only grow), and the larger peak RSS and process count. A reading
+    /// taken as the process ends (a zombie has no memory figures left)
+    /// keeps the peak read before.
+    pub fn updated(self, later: Usage) -> Usage {
+        Usage {
+            cpu_seconds: self.cpu_seconds.max(later.cpu_seconds),
+            peak_rss_bytes: self.peak_rss_bytes.max(later.peak_rss_bytes),
+            processes: self.processes.max(later.processes),
+        }
+    }
+
     /// This usage followed by `next`, a process (group) that ran after it
     /// (a sweep's loadgens, step by step, or its fresh stacks): CPU
     /// seconds add up, peak RSS and the process count are the larger.
@@ -396,5 +408,30 @@ mod ended_tests {
         assert_eq!(ended(from_shell(137)), "killed by signal 9 (SIGKILL)");
         assert_eq!(ended(from_shell(101)), "exit status 101");
         assert_eq!(ended(from_shell(0)), "exit status 0");
+    }
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::Usage;
+
+    #[test]
+    fn a_reading_as_the_process_ends_keeps_the_peak_read_before() {
+        let alive = Usage {
+            cpu_seconds: 0.01,
+            peak_rss_bytes: 4096,
+            processes: 1,
+        };
+        // A zombie: CPU time still readable, memory figures gone.
+        let ending = Usage {
+            cpu_seconds: 0.02,
+            peak_rss_bytes: 0,
+            processes: 1,
+        };
+        let u = Usage::default().updated(alive).updated(ending);
+        assert_eq!(
+            (u.cpu_seconds, u.peak_rss_bytes, u.processes),
+            (0.02, 4096, 1)
+        );
     }
 }
