@@ -274,16 +274,7 @@ fn a_block_whose_server_left_its_cpus_is_not_recorded() {
     run.wait_held("verify");
     // The first stack is up: move every thread of the runner's children
     // (the server's session) to CPU 0.
-    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
-    assert!(!children.trim().is_empty(), "no server started");
-    for child in children.split_whitespace() {
-        let ok = Command::new("taskset")
-            .args(["-a", "-p", "-c", "0", child])
-            .stdout(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(ok.success());
-    }
+    move_children_to_cpu0(pid);
     run.signal(libc::SIGUSR1);
     let (code, stderr) = run.finish();
     assert_ne!(code, Some(0), "{stderr:#?}");
@@ -317,16 +308,7 @@ fn a_sequential_row_whose_server_left_its_cpus_fails_before_its_load() {
     let mut run = Run::of(dir.path(), "moved-seq.toml", text, &out, "verify");
     let pid = run.child.id();
     run.wait_held("verify");
-    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
-    assert!(!children.trim().is_empty(), "no server started");
-    for child in children.split_whitespace() {
-        let ok = Command::new("taskset")
-            .args(["-a", "-p", "-c", "0", child])
-            .stdout(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(ok.success());
-    }
+    move_children_to_cpu0(pid);
     run.signal(libc::SIGUSR1);
     let (code, stderr) = run.finish();
     assert_eq!(code, Some(1), "{stderr:#?}");
@@ -345,6 +327,21 @@ fn a_sequential_row_whose_server_left_its_cpus_fails_before_its_load() {
         .collect();
     assert!(raw.is_empty(), "{raw:?}");
     assert_nothing_left(&out, pid);
+}
+
+/// Moves every thread of `pid`'s children (a held runner's server
+/// session) to CPU 0.
+fn move_children_to_cpu0(pid: u32) {
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+    assert!(!children.trim().is_empty(), "no server started");
+    for child in children.split_whitespace() {
+        let ok = Command::new("taskset")
+            .args(["-a", "-p", "-c", "0", child])
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
 }
 
 /// A tmpfs of `kib` at a new directory, unmounted on drop.
