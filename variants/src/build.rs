@@ -13,6 +13,11 @@ use std::str::FromStr;
 
 use crate::Variant;
 
+/// The feature every dev build of a variant adds (never a release build):
+/// it pins the features of dependencies the variants share, so that they
+/// share one build of them (app-core's `Cargo.toml` says which).
+pub const DEV_SHARED_DEPS: &str = "dev-shared-deps";
+
 /// The workspace root: the nearest ancestor of the current directory with a
 /// `Cargo.lock` and `app-core/`, or else the parent of this crate's source.
 pub fn workspace_root() -> PathBuf {
@@ -139,25 +144,9 @@ impl Builder {
     /// `target/shootout/<profile dir>/<variant name>/<binary>`.
     pub fn server(&self, variant: &Variant) -> Result<PathBuf, BuildError> {
         let server = variant.server;
-        let mut args = vec![
-            "build",
-            "--profile",
-            self.profile.cargo_arg(),
-            "--quiet",
-            "-p",
-            server.package(),
-        ];
-        let features = variant.features.join(",");
-        if !features.is_empty() {
-            args.extend(["--features", &features]);
-        }
-        if variant.replaces_default_features() {
-            args.push("--no-default-features");
-        }
+        let args = self.server_args(variant);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let target = variant.libc.target();
-        if let Some(target) = target {
-            args.extend(["--target", target]);
-        }
         // From the build to the copy, no other builder may build: another
         // variant of the same package would replace cargo's output in between.
         let _lock = self.lock()?;
@@ -180,6 +169,34 @@ impl Builder {
         std::fs::copy(&built, &tmp).map_err(BuildError::file("copying", &built))?;
         std::fs::rename(&tmp, &copy).map_err(BuildError::file("placing", &copy))?;
         Ok(copy)
+    }
+
+    /// cargo's arguments for `variant`. Dev builds add [`DEV_SHARED_DEPS`].
+    fn server_args(&self, variant: &Variant) -> Vec<String> {
+        let mut args: Vec<String> = [
+            "build",
+            "--profile",
+            self.profile.cargo_arg(),
+            "--quiet",
+            "-p",
+        ]
+        .map(String::from)
+        .into();
+        args.push(variant.server.package().into());
+        let mut features = variant.features.clone();
+        if self.profile == Profile::Dev {
+            features.push(DEV_SHARED_DEPS.into());
+        }
+        if !features.is_empty() {
+            args.extend(["--features".into(), features.join(",")]);
+        }
+        if variant.replaces_default_features() {
+            args.push("--no-default-features".into());
+        }
+        if let Some(target) = variant.libc.target() {
+            args.extend(["--target".into(), target.into()]);
+        }
+        args
     }
 
     /// Builds loadgen and returns its binary.
@@ -279,5 +296,34 @@ mod tests {
             (Path::new("/w"), Path::new("/t"))
         );
         assert_eq!(b.profile, Profile::Dev);
+    }
+
+    #[test]
+    fn dev_builds_share_dependencies_and_release_builds_are_as_named() {
+        use crate::Server;
+        let args = |profile, v: &Variant| {
+            Builder::with_target("/w".into(), "/t".into(), profile)
+                .server_args(v)
+                .join(" ")
+        };
+        let tuned = Variant::new(Server::Actix, ["global-counter", "keepalive-os"]);
+        assert_eq!(
+            args(Profile::Release, &tuned),
+            "build --profile release --quiet -p shootout-actix --features global-counter,keepalive-os"
+        );
+        assert_eq!(
+            args(Profile::Dev, &tuned),
+            "build --profile dev --quiet -p shootout-actix --features global-counter,keepalive-os,dev-shared-deps"
+        );
+        let plain = Variant::new(Server::Ntex, [""; 0]);
+        assert_eq!(
+            args(Profile::Release, &plain),
+            "build --profile release --quiet -p shootout-ntex"
+        );
+        let neon = Variant::new(Server::Ntex, ["rt-neon"]);
+        assert_eq!(
+            args(Profile::Dev, &neon),
+            "build --profile dev --quiet -p shootout-ntex --features rt-neon,dev-shared-deps --no-default-features"
+        );
     }
 }

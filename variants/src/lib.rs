@@ -5,6 +5,8 @@ mod build;
 mod server;
 mod variant;
 
-pub use build::{target_dir, workspace_root, BuildError, Builder, Profile, UnknownProfile};
+pub use build::{
+    target_dir, workspace_root, BuildError, Builder, Profile, UnknownProfile, DEV_SHARED_DEPS,
+};
 pub use server::Server;
 pub use variant::{Libc, Variant, FILE_FLAGS};
