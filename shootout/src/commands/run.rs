@@ -23,6 +23,10 @@ pub(super) struct Args {
     /// (even, at least 4), overriding the file.
     #[arg(long, value_parser = blocks)]
     blocks: Option<u32>,
+    /// With design = "paired": the settle before each block's measured part
+    /// (the load runs, its seconds are left out), overriding the file.
+    #[arg(long, value_parser = settle)]
+    settle: Option<Duration>,
     /// With design = "paired": runs of each comparison (fresh processes, a
     /// new slot order, apart in time), overriding the file; with several,
     /// the reported interval is over runs.
@@ -33,6 +37,11 @@ pub(super) struct Args {
     out: PathBuf,
     #[command(flatten)]
     build: BuildArgs,
+}
+
+/// A settle may be zero, as in the file.
+fn settle(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| e.to_string())
 }
 
 fn blocks(s: &str) -> Result<u32, String> {
@@ -49,6 +58,7 @@ pub(super) fn run(a: Args) -> ExitCode {
         only: a.only,
         duration: a.duration,
         blocks: a.blocks,
+        settle: a.settle,
         runs: a.runs,
         out: a.out,
         profile: a.build.profile(),

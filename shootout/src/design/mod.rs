@@ -42,6 +42,8 @@ pub struct RunOptions {
     pub duration: Option<Duration>,
     /// Paired design: override the planned blocks of each comparison.
     pub blocks: Option<u32>,
+    /// Paired design: override the settle before each block.
+    pub settle: Option<Duration>,
     /// Paired design: override the runs of each comparison.
     pub runs: Option<u32>,
     /// Parent of the run directory.
@@ -279,6 +281,9 @@ fn select(file: &ScenarioFile, opts: &RunOptions) -> anyhow::Result<(Vec<Scenari
         );
     }
     let mut design = file.design.clone();
+    if opts.settle.is_some() && !matches!(design, Design::Paired(_)) {
+        bail!("{path}: --settle is for design = \"paired\" (the other designs take their warm-ups from the file)");
+    }
     match &mut design {
         Design::Sequential => {
             if opts.blocks.is_some() || opts.runs.is_some() {
@@ -312,6 +317,7 @@ fn select(file: &ScenarioFile, opts: &RunOptions) -> anyhow::Result<(Vec<Scenari
         Design::Paired(p) => {
             p.block = opts.duration.unwrap_or(p.block);
             p.blocks = opts.blocks.unwrap_or(p.blocks);
+            p.settle = opts.settle.unwrap_or(p.settle);
             p.runs = opts.runs.unwrap_or(p.runs);
             // Every row is measured against the baseline, which runs in
             // every comparison (and is not compared with itself).
@@ -464,6 +470,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn settle_overrides_a_paired_file_and_is_refused_elsewhere() {
+        let parse = |name: &str| {
+            let text = std::fs::read_to_string(build::workspace_root().join(name)).unwrap();
+            crate::config::parse::parse(Path::new(name), &text).unwrap()
+        };
+        let opts = RunOptions {
+            only: None,
+            duration: None,
+            blocks: None,
+            settle: Some(Duration::from_millis(500)),
+            runs: None,
+            out: PathBuf::new(),
+            profile: build::Profile::Dev,
+        };
+        let (_, design) = select(&parse("scenarios/quick.toml"), &opts).unwrap();
+        let Design::Paired(p) = design else {
+            panic!("quick.toml is paired")
+        };
+        assert_eq!(p.settle, Duration::from_millis(500));
+        let err = select(&parse("shootout/tests/fixtures/sequential.toml"), &opts)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--settle is for design = \"paired\""), "{err}");
+    }
+
+    #[test]
     fn only_a_row_runs_with_the_rows_it_is_compared_with_baseline_first() {
         let file = crate::config::parse::parse(
             Path::new("scenarios/quick.toml"),
@@ -474,6 +506,7 @@ mod tests {
             only: only.map(String::from),
             duration: None,
             blocks: None,
+            settle: None,
             runs: None,
             out: PathBuf::new(),
             profile: build::Profile::Dev,

@@ -14,6 +14,8 @@ fn the_main_command_is_paired_and_prints_what_it_decides() {
         "4",
         "--duration",
         "1s",
+        "--settle",
+        "500ms",
     ];
     let r = Ran::ok(&args, out.path());
     let stdout = &r.stdout;

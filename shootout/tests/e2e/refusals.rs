@@ -16,6 +16,10 @@ fn bad_command_line_values_are_refused_in_one_line_with_exit_2() {
         ),
         (&["run", "scenarios/quick.toml", "--runs", "0"], "--runs"),
         (
+            &["run", "scenarios/quick.toml", "--settle", "soon"],
+            "--settle",
+        ),
+        (
             &["run", "scenarios/quick.toml", "--duration", "0s"],
             "--duration",
         ),
