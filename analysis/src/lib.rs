@@ -14,6 +14,7 @@ pub mod memory;
 pub mod merge;
 pub mod model;
 pub mod paired;
+pub mod placement;
 pub mod raw;
 pub mod report;
 pub mod runs_index;

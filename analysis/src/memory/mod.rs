@@ -77,6 +77,10 @@ pub struct MemoryRecord {
     pub hold: Option<loadgen::HoldRecord>,
     /// The server's reclaim lines during this repetition.
     pub reclaims: Vec<Reclaim>,
+    /// Where the server (and nginx) ran once it answered, and loadgen once
+    /// it held its connections, read from /proc (none before 2026-11-27).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<crate::placement::ReadCpus>,
     pub error: Option<String>,
 }
 

@@ -12,6 +12,7 @@ use anyhow::{bail, Context};
 
 use crate::config::scenario::{MemorySettings, Scenario};
 use crate::design::{each, rounds, Job, Prepared, RunOutcome};
+use crate::place::affinity::Check;
 use crate::place::running::Running;
 use crate::record::meta::Meta;
 use crate::record::report;
@@ -88,6 +89,10 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
     rec.allocator = field("allocator").unwrap_or_else(|| "unknown".into());
     rec.workers = field("workers").and_then(|w| w.parse().ok());
     stack.verify(place.client())?;
+    // Where the stack's processes run, read once they answer: a process not
+    // where the file says fails the repetition before any connection.
+    rec.cpus = stack.read_cpus(s)?;
+    rec.cpus.iter().try_for_each(Check::check)?;
     let sample = |stack: &Stack| -> anyhow::Result<Sample> {
         let (rss_kib, pss_kib) = stack.server_resident_kib()?;
         Ok(Sample {
@@ -128,6 +133,10 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
         watch(job, &mut stack, &mut loadgen)?;
         if held_at.is_none() && read_hold(&analysis::files::partial(&log))?.0.is_some() {
             held_at = Some(Instant::now());
+            // Where loadgen runs, read while it holds its connections.
+            let read = loadgen.read_cpus("loadgen", s.loadgen_cpus.as_deref())?;
+            read.check()?;
+            rec.cpus.push(read);
         }
         if let Some(t) = held_at {
             if let Ok((rss, _)) = stack.server_resident_kib() {

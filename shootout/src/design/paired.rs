@@ -43,7 +43,7 @@ use crate::config::scenario::{PairedSettings, Scenario, Schedule};
 use crate::design::Prepared;
 use crate::measure::cpu::CpuProbe;
 use crate::measure::load::{self, Timing};
-use crate::place::affinity::ReadCpus;
+use crate::place::affinity::{Check, ReadCpus};
 use crate::place::placement::Placement;
 use crate::place::running::{Boundaries, Running};
 use crate::record::comparison::{BlockRecord, ComparisonRecord, SideFacts};

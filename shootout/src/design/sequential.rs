@@ -17,7 +17,7 @@ use crate::config::scenario::Scenario;
 use crate::design::{each, rounds, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
 use crate::measure::wait::{self, Limits, Waited};
-use crate::place::affinity::ReadCpus;
+use crate::place::affinity::{Check, ReadCpus};
 use crate::place::host::Host;
 use crate::place::placement::Placement;
 use crate::place::procs::Usage;

@@ -214,7 +214,7 @@ fn sample(
     let mut lines = Vec::new();
     let mut answers = 0;
     on_fresh_stack(&capture, facts, |place, stack, facts| {
-        verify(place, stack, facts)?;
+        verify(capture.scenario, place, stack, facts)?;
         // The check's own lines are not the load's.
         std::thread::sleep(Duration::from_millis(200));
         let before = logged(stack)?.len();

@@ -20,6 +20,7 @@ use crate::config::sweep::SweepSettings;
 use crate::design::{each, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
 use crate::measure::wait::{self, Limits, Waited};
+use crate::place::affinity::Check;
 use crate::place::placement::Placement;
 use crate::place::procs::Usage;
 use crate::record::meta::Meta;
@@ -158,7 +159,7 @@ fn sweep_row(
 ) -> anyhow::Result<Option<Left>> {
     let mut left = None;
     on_fresh_stack(job, facts, |place, stack, facts| {
-        let before = verify(place, stack, facts)?;
+        let before = verify(job.scenario, place, stack, facts)?;
         let mut entries = Vec::new();
         let mut logs = Vec::new();
         let mut runner = Stepper {
@@ -221,8 +222,10 @@ fn sample_stack(stack: &Stack, facts: &mut RowFacts) {
     }
 }
 
-/// Checks the app on a started stack; the count before the load.
+/// Checks the app on a started stack, and where its processes run (row
+/// `s`'s CPUs; each stack's reading kept once); the count before the load.
 pub(super) fn verify(
+    s: &Scenario,
     place: &Placement,
     stack: &mut Stack,
     facts: &mut RowFacts,
@@ -230,6 +233,13 @@ pub(super) fn verify(
     let verified = stack.verify(place.client())?;
     let before = verified.as_ref().map_or(0, |v| v.count);
     facts.verified = verified;
+    // A process not where the file says fails the row before any load.
+    for read in stack.read_cpus(s)? {
+        read.check()?;
+        if !facts.cpus.contains(&read) {
+            facts.cpus.push(read);
+        }
+    }
     Ok(before)
 }
 

@@ -205,7 +205,7 @@ impl Pair<'_, '_> {
         let mut entries = Vec::new();
         let mut logs: Vec<PathBuf> = Vec::new();
         let outcome = on_fresh_stack(&job, facts, |place, stack, facts| {
-            let before = verify(place, stack, facts)?;
+            let before = verify(job.scenario, place, stack, facts)?;
             let mut stepper = Stepper {
                 job: &job,
                 settings: self.settings,

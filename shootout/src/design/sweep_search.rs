@@ -98,7 +98,7 @@ fn one_search(
     facts: &mut RowFacts,
 ) -> anyhow::Result<()> {
     on_fresh_stack(job, facts, |place, stack, facts| {
-        let before = verify(place, stack, facts)?;
+        let before = verify(job.scenario, place, stack, facts)?;
         let mut logs = Vec::new();
         let mut runner = Stepper {
             job,

@@ -6,21 +6,8 @@
 use std::collections::BTreeSet;
 
 use anyhow::{bail, Context};
-use serde::Serialize;
 
-/// One process role's CPUs as read: every distinct `Cpus_allowed_list` of
-/// its threads, and how many processes and threads were read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ReadCpus {
-    /// `server`, `nginx`, `loadgen`.
-    pub process: String,
-    /// What the scenario asks for (`server_cpus`...); none: the scheduler's.
-    pub wanted: Option<String>,
-    /// The distinct CPU lists its threads may run on (one when all agree).
-    pub read: Vec<String>,
-    pub processes: usize,
-    pub threads: usize,
-}
+pub use analysis::placement::ReadCpus;
 
 /// The CPUs a list such as `0-1,3` names; an error on anything else.
 pub fn parse_list(list: &str) -> anyhow::Result<BTreeSet<u32>> {
@@ -110,10 +97,16 @@ pub fn group_lines_here(pgid: i32) -> String {
     out
 }
 
-impl ReadCpus {
+/// The check of a [`ReadCpus`] (the record lives in `analysis`, with every
+/// design's records).
+pub trait Check {
     /// An error when nothing was read, or when a thread may run on a CPU
     /// set other than the one the scenario asks for.
-    pub fn check(&self) -> anyhow::Result<()> {
+    fn check(&self) -> anyhow::Result<()>;
+}
+
+impl Check for ReadCpus {
+    fn check(&self) -> anyhow::Result<()> {
         if self.threads == 0 {
             bail!(
                 "the {}'s CPUs could not be read: no thread found",

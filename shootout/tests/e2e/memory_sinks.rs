@@ -42,6 +42,20 @@ fn memory_rows_sample_idle_held_and_after_and_leave_nothing() {
         );
         let at = |k: &str| r[k]["at_ms"].as_u64().unwrap();
         assert!(at("idle") < at("held") && at("held") < at("after"), "{r}");
+        // Where the server ran once it answered, and loadgen while it held
+        // its connections, read from /proc: where the file puts them.
+        let cpus = r["cpus"].as_array().unwrap();
+        let names: Vec<&str> = cpus
+            .iter()
+            .map(|p| p["process"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["server", "loadgen"], "{r}");
+        for p in cpus {
+            let want = if p["process"] == "loadgen" { "0" } else { "1" };
+            assert_eq!(p["wanted"], want, "{p}");
+            assert_eq!(p["read"], serde_json::json!([want]), "{p}");
+            assert!(p["threads"].as_u64().unwrap() >= 1, "{p}");
+        }
     }
     // The reclaim row: the server said it reclaimed, and kept less after.
     let reclaim = &records[1];
@@ -110,6 +124,13 @@ fn sinks_drain_the_servers_own_lines_and_leave_nothing() {
     // sample on a busy machine, so it counts over all rows.
     let mut cpu = [0.0, 0.0];
     for row in m["rows"].as_array().unwrap() {
+        // Where the server ran, read from /proc once it answered.
+        let cpus = row["cpus"].as_array().unwrap();
+        assert!(
+            cpus.iter()
+                .any(|p| p["process"] == "server" && p["threads"].as_u64() >= Some(1)),
+            "{row}"
+        );
         for (i, who) in ["server", "loadgen"].into_iter().enumerate() {
             assert!(row[who]["processes"].as_u64().unwrap() >= 1, "{who}: {row}");
             assert!(

@@ -181,6 +181,15 @@ fn a_sweep_steps_through_its_rates_and_records_every_step() {
         assert!(row["error"].is_null(), "{row}");
         // Every POST the steps acknowledged is in the server's count.
         assert_eq!(row["counter"]["ok"], true, "{row}");
+        // Where the server ran, read from /proc once it answered (the
+        // file leaves it to the scheduler: nothing to hold it to).
+        let cpus = row["cpus"].as_array().unwrap();
+        assert!(
+            cpus.iter().any(|p| p["process"] == "server"
+                && p["wanted"].is_null()
+                && p["threads"].as_u64() >= Some(1)),
+            "{row}"
+        );
         // The server's and the loadgens' CPU and peak memory over the row
         // (its stacks and steps): a server that served thousands of
         // requests used some CPU, and each process held some memory.
