@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use serde::Serialize;
 
-use super::sweep::{on_fresh_stack, verify};
+use super::sweep::{keep_reading, on_fresh_stack, verify};
 use crate::commands::sink_writer::WriterReport;
 use crate::config::scenario::{Drawn, LogSink, Scenario};
 use crate::config::sinks::SinksSettings;
@@ -239,7 +239,11 @@ fn sample(
         };
         // meta.json's usage for the row: the sample's loadgen (its last
         // reading, up to 100 ms before it ended) and server (below).
+        let mut placed = None;
         let tick = |_: &Stack, procs: &[Running], _| {
+            if placed.is_none() {
+                placed = Some(procs[0].read_cpus("loadgen", row.loadgen_cpus.as_deref()));
+            }
             if let Some(u) = procs[0].usage() {
                 facts.loadgen = facts.loadgen.updated(u);
             }
@@ -256,6 +260,7 @@ fn sample(
                 return Err(Interrupted.into());
             }
         }
+        keep_reading(&mut facts.cpus, placed)?;
         if let Some(u) = stack.usage().0 {
             facts.server = u;
         }

@@ -20,7 +20,7 @@ use crate::config::sweep::SweepSettings;
 use crate::design::{each, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
 use crate::measure::wait::{self, Limits, Waited};
-use crate::place::affinity::Check;
+use crate::place::affinity::{Check, ReadCpus};
 use crate::place::placement::Placement;
 use crate::place::procs::Usage;
 use crate::record::meta::Meta;
@@ -170,6 +170,7 @@ fn sweep_row(
             entries: &mut entries,
             logs: &mut logs,
             loadgen: &mut facts.loadgen,
+            cpus: &mut facts.cpus,
         };
         let (targets, brackets) = sweep_steps(&mut runner, settings)?;
         write_index(job, settings, &targets, &entries)?;
@@ -219,6 +220,25 @@ fn sample_stack(stack: &Stack, facts: &mut RowFacts) {
     }
     if let Some(u) = nginx {
         facts.nginx = Some(facts.nginx.unwrap_or_default().then(u));
+    }
+}
+
+/// Keeps a loadgen's CPUs as read at its first sample (none when it had
+/// already ended), after checking them against its row's.
+pub(super) fn keep_reading(
+    cpus: &mut Vec<ReadCpus>,
+    placed: Option<anyhow::Result<ReadCpus>>,
+) -> anyhow::Result<()> {
+    match placed {
+        Some(Ok(read)) if read.threads > 0 => {
+            read.check()?;
+            if !cpus.contains(&read) {
+                cpus.push(read);
+            }
+            Ok(())
+        }
+        Some(Err(e)) => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -404,6 +424,9 @@ pub(super) struct Stepper<'a, 'b> {
     pub(super) logs: &'a mut Vec<PathBuf>,
     /// Every loadgen's usage so far, one after another.
     pub(super) loadgen: &'a mut Usage,
+    /// Where the row's processes ran (each distinct reading once): every
+    /// step's loadgen is read at its first sample.
+    pub(super) cpus: &'a mut Vec<ReadCpus>,
 }
 
 impl Stepper<'_, '_> {
@@ -471,12 +494,16 @@ impl Stepper<'_, '_> {
             stopping: &|| run.stopping(),
         };
         let mut procs = [proc_];
+        let mut placed = None;
         let waited = wait::wait(
             &mut procs,
             |p| p,
             self.stack,
             limits,
             |stack, procs, t| {
+                if placed.is_none() {
+                    placed = Some(procs[0].read_cpus("loadgen", s.loadgen_cpus.as_deref()));
+                }
                 if let Some(u) = procs[0].usage() {
                     usage = Some(u);
                 }
@@ -504,6 +531,7 @@ impl Stepper<'_, '_> {
         if !status.success() {
             bail!("loadgen exited with {status}: {}", proc_.stderr().tail());
         }
+        keep_reading(self.cpus, placed)?;
         self.logs.push(log.clone());
         let loadgen_busy = usage.map(|u| u.cpu_seconds / (wall * f64::from(s.threads)));
         if let Some(u) = usage {

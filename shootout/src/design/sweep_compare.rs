@@ -214,6 +214,7 @@ impl Pair<'_, '_> {
                 entries: &mut entries,
                 logs: &mut logs,
                 loadgen: &mut facts.loadgen,
+                cpus: &mut facts.cpus,
             };
             stepper.step("compare", name, rate)?;
             check_counter(&job, place, stack, before, &logs, facts)

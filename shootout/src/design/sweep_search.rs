@@ -108,6 +108,7 @@ fn one_search(
             entries: &mut left.entries,
             logs: &mut logs,
             loadgen: &mut facts.loadgen,
+            cpus: &mut facts.cpus,
         };
         for &(t, low, high) in &left.brackets {
             search(

@@ -124,13 +124,16 @@ fn sinks_drain_the_servers_own_lines_and_leave_nothing() {
     // sample on a busy machine, so it counts over all rows.
     let mut cpu = [0.0, 0.0];
     for row in m["rows"].as_array().unwrap() {
-        // Where the server ran, read from /proc once it answered.
+        // Where the server ran, read from /proc once it answered, and the
+        // sample's loadgen at its first sample.
         let cpus = row["cpus"].as_array().unwrap();
-        assert!(
-            cpus.iter()
-                .any(|p| p["process"] == "server" && p["threads"].as_u64() >= Some(1)),
-            "{row}"
-        );
+        for who in ["server", "loadgen"] {
+            assert!(
+                cpus.iter()
+                    .any(|p| p["process"] == who && p["threads"].as_u64() >= Some(1)),
+                "{who}: {row}"
+            );
+        }
         for (i, who) in ["server", "loadgen"].into_iter().enumerate() {
             assert!(row[who]["processes"].as_u64().unwrap() >= 1, "{who}: {row}");
             assert!(

@@ -181,15 +181,18 @@ fn a_sweep_steps_through_its_rates_and_records_every_step() {
         assert!(row["error"].is_null(), "{row}");
         // Every POST the steps acknowledged is in the server's count.
         assert_eq!(row["counter"]["ok"], true, "{row}");
-        // Where the server ran, read from /proc once it answered (the
-        // file leaves it to the scheduler: nothing to hold it to).
+        // Where the server ran, read from /proc once it answered, and
+        // each step's loadgen at its first sample (the file leaves them to
+        // the scheduler: nothing to hold them to).
         let cpus = row["cpus"].as_array().unwrap();
-        assert!(
-            cpus.iter().any(|p| p["process"] == "server"
-                && p["wanted"].is_null()
-                && p["threads"].as_u64() >= Some(1)),
-            "{row}"
-        );
+        for who in ["server", "loadgen"] {
+            assert!(
+                cpus.iter().any(|p| p["process"] == who
+                    && p["wanted"].is_null()
+                    && p["threads"].as_u64() >= Some(1)),
+                "{who}: {row}"
+            );
+        }
         // The server's and the loadgens' CPU and peak memory over the row
         // (its stacks and steps): a server that served thousands of
         // requests used some CPU, and each process held some memory.
