@@ -711,6 +711,15 @@ fn a_served_row_logs_into_an_ssh_terminal() {
         assert!(x["error"].is_null(), "{x}");
         let path = x["terminal"].as_str().unwrap();
         assert!(path.contains("drawn here by xterm on Xvfb"), "{path}");
+        // xterm and its Xvfb here, read back with the server (no CPUs
+        // named: the row leaves them to the scheduler).
+        let cpus = x["cpus"].as_array().unwrap();
+        let term = cpus.iter().find(|c| c["process"] == "terminal");
+        let term = term.unwrap_or_else(|| panic!("no terminal record: {x}"));
+        assert!(
+            term["wanted"].is_null() && term["processes"].as_u64() >= Some(2),
+            "{term}"
+        );
     }
     no_terminal_left(&hosts, &dir.path().join("results"));
 

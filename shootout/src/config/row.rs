@@ -189,6 +189,7 @@ pub fn row(
         server_cpus: o.server_cpus.clone().or_else(|| d.server_cpus.clone()),
         loadgen_cpus: o.loadgen_cpus.clone().or_else(|| d.loadgen_cpus.clone()),
         nginx_cpus_key: o.nginx_cpus.clone().or_else(|| d.nginx_cpus.clone()),
+        terminal_cpus_key: o.terminal_cpus.clone().or_else(|| d.terminal_cpus.clone()),
         placement_free: placement_free(o, d, err)?,
         repetitions: o
             .repetitions
@@ -223,9 +224,11 @@ fn placement_free(o: &Settings, d: &Settings, err: &Err) -> Result<bool, Scenari
         &o.server_cpus,
         &o.loadgen_cpus,
         &o.nginx_cpus,
+        &o.terminal_cpus,
         &d.server_cpus,
         &d.loadgen_cpus,
         &d.nginx_cpus,
+        &d.terminal_cpus,
     ]
     .into_iter()
     .flatten()

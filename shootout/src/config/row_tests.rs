@@ -38,6 +38,32 @@ fn nginx_runs_on_the_server_cpus_unless_the_row_says_otherwise() {
 }
 
 #[test]
+fn a_terminal_here_runs_on_the_server_cpus_unless_the_row_says_otherwise() {
+    let rows = "[[scenario]]\nname = \"xterm\"\nserver = \"actix\"\nlog = \"xterm\"\n\n\
+                [[scenario]]\nname = \"alacritty\"\nserver = \"ntex\"\nlog = \"alacritty\"\n\n\
+                [[scenario]]\nname = \"own\"\nserver = \"ntex\"\nlog = \"xterm\"\nterminal_cpus = \"0\"\n\n\
+                [[scenario]]\nname = \"pty\"\nserver = \"actix\"\nlog = \"terminal\"\n";
+    let placed = parse_str(&pinned(rows)).unwrap();
+    let cpus: Vec<Option<String>> = placed.scenarios.iter().map(|s| s.terminal_cpus()).collect();
+    let some = |c: &str| Some(c.to_string());
+    assert_eq!(cpus, [some("1"), some("1"), some("0"), None]);
+    assert!(placed.scenarios.iter().all(|s| s.unpinned().is_empty()));
+    // Left to the scheduler, an emulator is named among the unpinned.
+    let free = parse_str(rows).unwrap();
+    let cpus: Vec<Option<String>> = free.scenarios.iter().map(|s| s.terminal_cpus()).collect();
+    assert_eq!(cpus, [None, None, some("0"), None]);
+    assert_eq!(
+        free.scenarios[0].unpinned(),
+        ["server", "loadgen", "terminal"]
+    );
+    assert_eq!(free.scenarios[3].unpinned(), ["server", "loadgen"]);
+    let bad = parse_str(&pinned(
+        "[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nlog = \"xterm\"\nterminal_cpus = \"one\"\n",
+    ));
+    assert!(bad.is_err());
+}
+
+#[test]
 fn workers_take_a_count_or_a_rule() {
     let f = parse_str(
         "[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = \"logical\"\n\

@@ -269,6 +269,9 @@ pub struct Scenario {
     /// `nginx_cpus`: where nginx runs when not where [`Scenario::nginx_cpus`]
     /// puts it by default.
     pub nginx_cpus_key: Option<String>,
+    /// `terminal_cpus`: where a terminal emulator and its display run when
+    /// not where [`Scenario::terminal_cpus`] puts them by default.
+    pub terminal_cpus_key: Option<String>,
     /// `placement = "free"`: the row leaves some process to the scheduler,
     /// and says so (every table and answer line marks it).
     pub placement_free: bool,
@@ -369,6 +372,36 @@ impl Scenario {
         }
     }
 
+    /// The CPUs a row's terminal emulator (and its Xvfb display) is
+    /// pinned to: `terminal_cpus` when the row sets it, else the server's
+    /// when the emulator draws the server's stdout where the server runs
+    /// (`log = "xterm"` or `"alacritty"`, here or on the server's host: the
+    /// server side pays for its terminal, as for its proxy); none when the
+    /// row draws nothing, or draws an ssh session here from a server
+    /// elsewhere (`log = "ssh-terminal"`).
+    pub fn terminal_cpus(&self) -> Option<String> {
+        if self.terminal_cpus_key.is_some() {
+            return self.terminal_cpus_key.clone();
+        }
+        match self.log {
+            LogSink::Xterm | LogSink::Alacritty => self.server_cpus.clone(),
+            _ => None,
+        }
+    }
+
+    /// Whether an emulator draws the row's output (xterm or alacritty,
+    /// here or on the server's host, or an ssh session drawn here).
+    fn draws(&self) -> bool {
+        match self.log {
+            LogSink::Xterm | LogSink::Alacritty => true,
+            LogSink::SshTerminal => self
+                .ssh_terminal
+                .as_ref()
+                .is_some_and(|t| t.terminal != Drawn::Drained),
+            _ => false,
+        }
+    }
+
     /// The load as a comparison's identity names it: `post, 256
     /// connections, 1 thread, loopback` (a rate when the row has one).
     pub fn load_text(&self) -> String {
@@ -393,6 +426,9 @@ impl Scenario {
         }
         if self.loadgen_cpus.is_none() {
             out.push("loadgen");
+        }
+        if self.draws() && self.terminal_cpus().is_none() {
+            out.push("terminal");
         }
         out
     }

@@ -54,6 +54,9 @@ pub struct Settings {
     pub loadgen_cpus: Option<String>,
     /// nginx's CPUs; the server's (on its host) when absent.
     pub nginx_cpus: Option<String>,
+    /// A terminal emulator's CPUs (it and its Xvfb display); for xterm and
+    /// alacritty rows the server's when absent.
+    pub terminal_cpus: Option<String>,
     /// `"free"`: some process is left to the scheduler, on purpose;
     /// `"pinned"` (the default): every process has its CPUs.
     pub placement: Option<Spanned<String>>,

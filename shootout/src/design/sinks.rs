@@ -37,6 +37,7 @@ use crate::config::sinks::SinksSettings;
 use crate::design::{each, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
 use crate::measure::wait::{self, Limits, Waited};
+use crate::place::affinity::Check;
 use crate::place::placement::Placement;
 use crate::place::procs::Proc;
 use crate::place::running::Running;
@@ -393,7 +394,11 @@ fn drain_once(
         LogSink::Xterm | LogSink::Alacritty => {
             let kind = emulator::Kind::of(s).context("an emulator row")?;
             let tag = job.tmp.display().to_string();
-            let mut term = Emulator::start(kind, &dir, &argv, &[], &tag)?;
+            // The emulator on the row's terminal CPUs (the writer's, where
+            // the writer runs here), read back before anything counts.
+            let cpus = s.terminal_cpus();
+            let mut term = Emulator::start(kind, &dir, &argv, &[], &tag, cpus.as_deref())?;
+            term.read_cpus(cpus.as_deref()).check()?;
             terminal = Some(term.describe());
             let status = until(deadline, &stopping, || term.try_wait());
             term.stop(Duration::from_secs(2));

@@ -40,7 +40,7 @@ pub fn parse_list(list: &str) -> anyhow::Result<BTreeSet<u32>> {
 /// The shell lines that print `PID TID CPULIST` for every thread of every
 /// process in group `pgid` (on a remote host: its process and children,
 /// where `pgid` is the process's own pid).
-pub fn remote_script(pid: u32) -> String {
+pub fn remote_script(pid: impl std::fmt::Display) -> String {
     format!(
         "for p in {pid} $(pgrep -P {pid}); do for t in /proc/$p/task/*; do \
          echo \"$p ${{t##*/}} $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' $t/status 2>/dev/null)\"; \

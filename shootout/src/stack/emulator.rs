@@ -3,7 +3,8 @@
 //! what it costs on a desktop (the pty sink only drains bytes; nothing is
 //! drawn). xterm draws with X core fonts; alacritty with OpenGL, here Mesa's
 //! software renderer (`LIBGL_ALWAYS_SOFTWARE=1`), as on a machine without a
-//! GPU.
+//! GPU, its shader disk cache off (`MESA_SHADER_CACHE_DISABLE=true`: the
+//! cache's threads set their own CPUs, out of the row's placement).
 //!
 //! Xvfb picks a free display (`-displayfd`), the emulator runs a small `sh`
 //! wrapper that starts the server (leading its own session) in the
@@ -21,6 +22,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use crate::config::scenario::{Drawn, LogSink, Scenario};
+use crate::place::affinity::{self, ReadCpus};
 use crate::place::procs::Proc;
 
 /// Window size in character cells.
@@ -79,9 +81,10 @@ impl Kind {
         }
     }
 
-    /// The emulator's command line up to `-e`, for display `:display`.
-    fn command(self, display: u32) -> Command {
-        let mut cmd = Command::new(self.program());
+    /// The emulator's command line up to `-e`, for display `:display`,
+    /// pinned to `cpus` (see [`pinned`]).
+    fn command(self, display: u32, cpus: Option<&str>) -> Command {
+        let mut cmd = pinned(self.program(), cpus);
         if matches!(self, Kind::Xterm { .. }) {
             cmd.args(["-display", &format!(":{display}")]);
         }
@@ -117,8 +120,16 @@ impl Kind {
                 }
                 args
             }),
+            // Mesa's shader disk cache writes from threads that set their
+            // own CPUs (all of them), so a pinned alacritty would not stay
+            // where the row puts it; without the cache its shaders compile
+            // at start-up, before anything is measured, and nothing is
+            // written to disk during a run.
             Kind::Alacritty => (
-                vec![("LIBGL_ALWAYS_SOFTWARE", "1")],
+                vec![
+                    ("LIBGL_ALWAYS_SOFTWARE", "1"),
+                    ("MESA_SHADER_CACHE_DISABLE", "true"),
+                ],
                 vec![
                     "-o".into(),
                     format!("window.dimensions.columns={COLUMNS}"),
@@ -154,6 +165,20 @@ echo $! >"$SHOOTOUT_PID.tmp" && mv "$SHOOTOUT_PID.tmp" "$SHOOTOUT_PID"
 wait $!
 echo $? >"$SHOOTOUT_EXIT.tmp" && mv "$SHOOTOUT_EXIT.tmp" "$SHOOTOUT_EXIT""#;
 
+/// `program`'s command, run through `taskset -c CPUS` when `cpus` names
+/// some (as the runner starts servers and loadgens), so that it and every
+/// process it starts may run only there.
+fn pinned(program: &str, cpus: Option<&str>) -> Command {
+    match cpus {
+        Some(list) => {
+            let mut cmd = Command::new("taskset");
+            cmd.args(["-c", list, program]);
+            cmd
+        }
+        None => Command::new(program),
+    }
+}
+
 /// A server running in a terminal emulator on its own Xvfb display.
 pub struct Emulator {
     kind: Kind,
@@ -170,16 +195,18 @@ pub struct Emulator {
 
 impl Emulator {
     /// Starts Xvfb and the emulator running `argv` (with `env` set) in
-    /// `dir`; `tag` goes into their environment so tests can find them.
+    /// `dir`, both on `cpus` when it names some; `tag` goes into their
+    /// environment so tests can find them.
     pub fn start(
         kind: Kind,
         dir: &Path,
         argv: &[String],
         env: &[(&str, &str)],
         tag: &str,
+        cpus: Option<&str>,
     ) -> anyhow::Result<Emulator> {
         let xvfb_err = dir.join("xvfb.stderr");
-        let mut cmd = Command::new("Xvfb");
+        let mut cmd = pinned("Xvfb", cpus);
         cmd.args([
             "-displayfd",
             "1",
@@ -200,7 +227,7 @@ impl Emulator {
         let (pid_file, exit_file) = (dir.join("server.pid"), dir.join("server.exit"));
         let stderr = dir.join("server.stderr");
         let term_err = dir.join(format!("{}.stderr", kind.program()));
-        let mut cmd = kind.command(display);
+        let mut cmd = kind.command(display, cpus);
         cmd.args(["-e", "/bin/sh", "-c", WRAPPER, "sh"])
             .args(argv)
             .envs(env.iter().copied())
@@ -252,6 +279,15 @@ impl Emulator {
             self.display,
             self.kind.font()
         )
+    }
+
+    /// The CPUs every thread of the emulator and of its display may run
+    /// on, read from /proc, as one record (`terminal`) against `wanted`.
+    pub fn read_cpus(&self, wanted: Option<&str>) -> ReadCpus {
+        let lines = [self.term.pid(), self.xvfb.pid()]
+            .map(affinity::group_lines_here)
+            .concat();
+        affinity::from_lines("terminal", wanted, &lines)
     }
 
     /// The server's exit status, once it has exited (or the emulator has gone).

@@ -144,6 +144,7 @@ fn launch(
             log_level: &s.log_level,
             stdout,
             tmp,
+            terminal_cpus: s.terminal_cpus(),
         })?;
         return Ok((ServerProc::OverSsh(Box::new(o)), Some(describe)));
     }
@@ -152,7 +153,9 @@ fn launch(
         // on the server's host (`ip netns exec` replaces itself with it).
         let tag = tmp.display().to_string();
         let argv = place.server.terminal_argv(argv)?;
-        let x = Emulator::start(kind, tmp, &argv, &[("RUST_LOG", &s.log_level)], &tag)?;
+        let cpus = s.terminal_cpus();
+        let env = [("RUST_LOG", s.log_level.as_str())];
+        let x = Emulator::start(kind, tmp, &argv, &env, &tag, cpus.as_deref())?;
         let lines = follow_file(x.stderr.clone(), Arc::clone(stderr_done));
         let terminal = Some(x.describe());
         return Ok((ServerProc::InTerminal(Box::new(x), lines), terminal));

@@ -213,13 +213,15 @@ impl Stack {
         Ok(readers)
     }
 
-    /// The CPUs the server's and nginx's threads may run on, read from
-    /// their hosts' /proc, each against the CPUs the scenario `s` gives it.
+    /// The CPUs the server's and nginx's threads may run on, and those of
+    /// a terminal emulator drawing here, read from their hosts' /proc, each
+    /// against the CPUs the scenario `s` gives it.
     pub fn read_cpus(&self, s: &Scenario) -> anyhow::Result<Vec<ReadCpus>> {
         let mut out = vec![self.server.read_cpus(s.server_cpus.as_deref())?];
         if let Some(n) = &self.nginx {
             out.push(n.read_cpus("nginx", s.nginx_cpus().as_deref())?);
         }
+        out.extend(self.server.terminal_cpus(s.terminal_cpus().as_deref())?);
         Ok(out)
     }
 

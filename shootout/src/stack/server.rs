@@ -102,6 +102,17 @@ impl ServerProc {
         Ok(affinity::from_lines("server", wanted, &lines))
     }
 
+    /// The CPUs of the terminal emulator (and its display) that draws
+    /// the server's output, here or on the server's host, as read against
+    /// `wanted`; none when no emulator draws.
+    pub(crate) fn terminal_cpus(&self, wanted: Option<&str>) -> anyhow::Result<Option<ReadCpus>> {
+        match self {
+            ServerProc::InTerminal(x, _) => Ok(Some(x.read_cpus(wanted))),
+            ServerProc::OverSsh(o) => o.terminal_cpus(wanted),
+            ServerProc::Started(_) => Ok(None),
+        }
+    }
+
     pub(crate) fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
         match self {
             ServerProc::Started(p) => p.resident_kib(),

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use crate::config::scenario::SshTerminal;
+use crate::place::affinity::{self, ReadCpus};
 use crate::place::host::{Host, HostDir};
 use crate::place::procs::StderrLines;
 use crate::place::remote::{self, RemoteProc};
@@ -45,6 +46,9 @@ pub(crate) struct OverSsh {
     shaped: Option<Shaped>,
     /// The shaped class's counters when the server stopped.
     link: Option<LinkStats>,
+    /// The row's directory on the server's host when an emulator draws
+    /// there (`xvfb-run`).
+    drawn_there: Option<String>,
     status: Option<ExitStatus>,
 }
 
@@ -76,6 +80,8 @@ pub(crate) struct Start<'a> {
     pub stdout: Stdio,
     /// Private files here (the emulator's).
     pub tmp: &'a Path,
+    /// The CPUs of an emulator drawing here (none: the scheduler's).
+    pub terminal_cpus: Option<String>,
 }
 
 impl OverSsh {
@@ -107,6 +113,7 @@ impl OverSsh {
             err = quote(&err_file),
             exit = quote(&exit_file),
         );
+        let drawn_there = matches!(s.terminal, Where::OnHostDrawn(_)).then(|| s.dir.path.clone());
         let (client, drawn) = match &s.terminal {
             Where::OnHost { out } => {
                 // `script` gives the server a pty and copies what it reads
@@ -127,7 +134,8 @@ impl OverSsh {
                 )
             }
             Where::OnHostDrawn(kind) => {
-                let on_host = drawn_on_host(*kind, &s.dir.path, &script);
+                let cpus = s.terminal_cpus.as_deref();
+                let on_host = drawn_on_host(*kind, &s.dir.path, &script, cpus);
                 let p = Running::here("ssh", &ssh.argv(&on_host), Stdio::null())?;
                 (
                     Client::Drained(Box::new(p)),
@@ -135,7 +143,9 @@ impl OverSsh {
                 )
             }
             Where::Here { drawn, .. } => {
-                client_here(*drawn, ssh.terminal_argv(&script), s.stdout, s.tmp)?
+                let argv = ssh.terminal_argv(&script);
+                let cpus = s.terminal_cpus.as_deref();
+                client_here(*drawn, argv, s.stdout, s.tmp, cpus)?
             }
         };
         let mut client = client;
@@ -171,6 +181,7 @@ impl OverSsh {
                 follower,
                 shaped,
                 link: None,
+                drawn_there,
                 status: None,
             },
             describe,
@@ -249,6 +260,28 @@ impl OverSsh {
         self.pid
     }
 
+    /// The CPUs of the emulator drawing the server's output, and of its
+    /// Xvfb, as read against `wanted`: here (an ssh session drawn here) or
+    /// on the server's host (`xvfb-run` there: it and its children, found
+    /// through the Xvfb that uses the row's authority file); none when
+    /// nothing draws.
+    pub(crate) fn terminal_cpus(&self, wanted: Option<&str>) -> anyhow::Result<Option<ReadCpus>> {
+        if let Client::Drawn(x) = &self.client {
+            return Ok(Some(x.read_cpus(wanted)));
+        }
+        let Some(dir) = &self.drawn_there else {
+            return Ok(None);
+        };
+        let xvfb = quote(&format!("^Xvfb .*-auth {dir}/xauthority"));
+        let script = format!(
+            "x=$(pgrep -f -- {xvfb} | head -n 1); [ -n \"$x\" ] || exit 0; \
+             r=$(ps -o ppid= -p \"$x\" | tr -d ' '); {}",
+            affinity::remote_script("$r")
+        );
+        let lines = self.ssh.run(&script)?;
+        Ok(Some(affinity::from_lines("terminal", wanted, &lines)))
+    }
+
     pub(crate) fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
         remote::resident_kib_of(&self.ssh, self.pid)
     }
@@ -276,7 +309,7 @@ impl Drop for OverSsh {
 /// then SIGKILL) until no Xvfb with the row's authority file is left: the
 /// row ends with nothing of it running. Their stderr comes back over ssh
 /// (a missing `xvfb-run` is reported).
-fn drawn_on_host(kind: Kind, dir: &str, script: &str) -> String {
+fn drawn_on_host(kind: Kind, dir: &str, script: &str, cpus: Option<&str>) -> String {
     let (env, argv) = kind.argv();
     let env: Vec<String> = env
         .iter()
@@ -284,11 +317,12 @@ fn drawn_on_host(kind: Kind, dir: &str, script: &str) -> String {
         .collect();
     let argv: Vec<String> = argv.iter().map(|a| quote(a)).collect();
     format!(
-        "cd {dir} || exit 1; env {env} xvfb-run -a -f {auth} -s {screen} {argv} -e sh -c {script} >/dev/null; rc=$?; \
+        "cd {dir} || exit 1; env {env} {pin}xvfb-run -a -f {auth} -s {screen} {argv} -e sh -c {script} >/dev/null; rc=$?; \
          i=0; while pgrep -f -- {xvfb} >/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; \
          pkill -KILL -f -- {xvfb}; exit $rc",
         dir = quote(dir),
         env = env.join(" "),
+        pin = cpus.map_or(String::new(), |c| format!("taskset -c {} ", quote(c))),
         auth = quote(&format!("{dir}/xauthority")),
         xvfb = quote(&format!("^Xvfb .*-auth {dir}/xauthority")),
         screen = quote(&format!("-screen 0 {}", crate::stack::emulator::SCREEN)),
@@ -305,6 +339,7 @@ fn client_here(
     argv: Vec<String>,
     stdout: Stdio,
     tmp: &Path,
+    cpus: Option<&str>,
 ) -> anyhow::Result<(Client, String)> {
     Ok(match drawn {
         None => {
@@ -316,7 +351,7 @@ fn client_here(
         }
         Some(kind) => {
             let tag = tmp.display().to_string();
-            let x = Emulator::start(kind, tmp, &argv, &[], &tag)?;
+            let x = Emulator::start(kind, tmp, &argv, &[], &tag, cpus)?;
             let d = x.describe();
             (Client::Drawn(Box::new(x)), d)
         }

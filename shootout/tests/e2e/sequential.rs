@@ -209,7 +209,7 @@ fn emulator_rows_run_in_real_terminals_and_leave_nothing() {
     std::fs::write(
         &file,
         "[defaults]\nduration = \"1s\"\nwarmup = \"0s\"\nconnections = 4\nworkers = 1\n\
-         features = [\"log-stdout\"]\nlog = \"xterm\"\n\n\
+         features = [\"log-stdout\"]\nlog = \"xterm\"\nserver_cpus = \"1\"\nloadgen_cpus = \"0\"\n\n\
          [[scenario]]\nname = \"xterm\"\nserver = \"actix\"\n\n\
          [[scenario]]\nname = \"alacritty\"\nserver = \"actix\"\nlog = \"alacritty\"\n\n\
          [[scenario]]\nname = \"refused\"\nserver = \"actix\"\nbacklog = 0\n",
@@ -246,6 +246,15 @@ fn emulator_rows_run_in_real_terminals_and_leave_nothing() {
         row["server"]["cpu_seconds"].as_f64().unwrap() > 0.0,
         "{row}"
     );
+    // The emulator and its Xvfb ran on the server's CPU, as read back.
+    for row in [&m["rows"][0], &m["rows"][1]] {
+        let cpus = row["cpus"].as_array().unwrap();
+        let term = cpus.iter().find(|c| c["process"] == "terminal");
+        let term = term.unwrap_or_else(|| panic!("no terminal record: {row}"));
+        assert_eq!(term["wanted"], "1", "{term}");
+        assert_eq!(term["read"], serde_json::json!(["1"]), "{term}");
+        assert!(term["processes"].as_u64().unwrap() >= 2, "{term}");
+    }
 
     // SIGINT while the xterm row is loaded: exit 130, nothing left.
     let out = dir.path().join("out-sigint");
