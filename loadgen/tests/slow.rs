@@ -41,8 +41,13 @@ fn a_header_timeout_is_counted_with_its_408_and_the_connections_reopened() {
     assert_eq!(r["answered"]["408"].as_u64(), Some(ended), "{r}");
     let p50 = r["lifetime_ms"]["p50"].as_u64().unwrap();
     assert!((300..600).contains(&p50), "{r}");
-    assert_eq!(r["opened"].as_u64(), Some(20 + ended), "{r}");
-    assert_eq!(r["open_at_end"], 20, "{r}");
+    // Every connection opened either ended with its 408 or was open at the
+    // end; each 408 was followed by a new connection, but one the server
+    // closed in the last moment may not have been reopened yet when the
+    // second ended (on a loaded machine, 4 of 20 were not).
+    let open_at_end = r["open_at_end"].as_u64().unwrap();
+    assert_eq!(r["opened"].as_u64(), Some(ended + open_at_end), "{r}");
+    assert!((10..=20).contains(&open_at_end), "{r}");
     assert_eq!(r["connect_errors"], 0, "{r}");
     // Never a whole request: the server answered nothing but 408s.
     assert_eq!(server.answered(), 0);
