@@ -734,8 +734,14 @@ fn a_served_row_logs_into_an_ssh_terminal() {
     );
     let results = dir.path().join("results-kill");
     let mut child = shootout(&long, &results, &[]);
-    wait_for(&mut child, &server);
-    std::thread::sleep(Duration::from_secs(2));
+    // Once the load runs (the server has answered, on a loaded machine
+    // later than 2 s after it started).
+    let loadgen = format!(
+        "{}/.*loadgen",
+        dir.path().join("hosts/load1/work/bin").display()
+    );
+    wait_for(&mut child, &loadgen);
+    std::thread::sleep(Duration::from_secs(1));
     assert!(Command::new("pkill")
         .args(["-9", "-f", &server])
         .status()
