@@ -735,9 +735,10 @@ fn a_served_row_logs_into_an_ssh_terminal() {
     let results = dir.path().join("results-kill");
     let mut child = shootout(&long, &results, &[]);
     // Once the load runs (the server has answered, on a loaded machine
-    // later than 2 s after it started).
+    // later than 2 s after it started): loadgen with its URL, not the
+    // binary being placed.
     let loadgen = format!(
-        "{}/.*loadgen",
+        "{}/[^ ]*loadgen .*http://",
         dir.path().join("hosts/load1/work/bin").display()
     );
     wait_for(&mut child, &loadgen);
