@@ -38,7 +38,7 @@ pub const SHUTDOWN_TIMEOUT_SECS: u16 = 5;
 /// Every server feature, in the order the start-up line lists them. Both
 /// server crates define exactly these; the runner checks scenario files
 /// against this list.
-pub const ALL_FEATURES: [&str; 17] = [
+pub const ALL_FEATURES: [&str; 18] = [
     "global-counter",
     "keepalive-os",
     "log-stdout",
@@ -56,6 +56,7 @@ pub const ALL_FEATURES: [&str; 17] = [
     "rt-neon",
     "rt-uring",
     "rt-compio",
+    "ntex-read-once",
 ];
 
 /// The cargo features compiled into this build, in [`ALL_FEATURES`] order,
@@ -80,6 +81,7 @@ pub fn features() -> Vec<&'static str> {
         cfg!(feature = "rt-neon"),
         cfg!(feature = "rt-uring"),
         cfg!(feature = "rt-compio"),
+        cfg!(feature = "ntex-read-once"),
     ];
     ALL_FEATURES
         .into_iter()

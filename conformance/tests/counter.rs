@@ -67,6 +67,13 @@ fn global_counter_total_is_exact_under_parallel_posts() {
 }
 
 #[test]
+fn read_once_ntex_counter_total_is_exact_under_parallel_posts() {
+    // ntex against the patched ntex-net (patches/): every POST it
+    // acknowledged under parallel load is in its count.
+    parallel_total_is_exact(&Variant::new(Framework::Ntex, ["ntex-read-once"]));
+}
+
+#[test]
 fn mmap_counter_total_is_exact_under_parallel_posts() {
     for fw in Framework::BOTH {
         parallel_total_is_exact(&Variant::new(fw, sets::PERSISTENT));

@@ -15,6 +15,19 @@ compile_error!(
     "ntex-server needs a runtime feature: rt-tokio (the default), rt-neon, rt-uring or rt-compio"
 );
 
+#[cfg(all(
+    feature = "ntex-read-once",
+    any(feature = "rt-neon", feature = "rt-uring", feature = "rt-compio")
+))]
+compile_error!("ntex-read-once patches ntex's tokio read path: with rt-tokio only");
+
+// ntex-read-once builds against the patched ntex-net (patches/README.md),
+// which the variant builder supplies; the published crate lacks this
+// constant, so a plain `cargo build --features ntex-read-once` fails here
+// instead of building stock ntex under the patched name.
+#[cfg(feature = "ntex-read-once")]
+const _: () = assert!(ntex_net::SHOOTOUT_READ_ONCE);
+
 fn main() -> ExitCode {
     let args = app_core::ServerArgs::parse_or_exit("ntex-server");
     // Before the runtime starts: an io_uring build on a kernel that refuses

@@ -144,12 +144,25 @@ impl Builder {
     /// `target/shootout/<profile dir>/<variant name>/<binary>`.
     pub fn server(&self, variant: &Variant) -> Result<PathBuf, BuildError> {
         let server = variant.server;
-        let args = self.server_args(variant);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let target = variant.libc.target();
         // From the build to the copy, no other builder may build: another
         // variant of the same package would replace cargo's output in between.
         let _lock = self.lock()?;
+        // A patched variant builds from a workspace of its own (same target
+        // directory, so the dependencies it shares are built once).
+        let manifest = match variant.patch() {
+            Some(patch) => Some(
+                crate::patched::write_workspace(&self.root, &self.target, server, patch).map_err(
+                    BuildError::file(
+                        "writing the patched workspace for",
+                        &self.root.join(patch.copy),
+                    ),
+                )?,
+            ),
+            None => None,
+        };
+        let args = self.server_args(variant, manifest.as_deref());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.cargo(&args)?;
         let out = match target {
             Some(target) => self.target.join(target).join(self.profile.dir()),
@@ -171,17 +184,16 @@ impl Builder {
         Ok(copy)
     }
 
-    /// cargo's arguments for `variant`. Dev builds add [`DEV_SHARED_DEPS`].
-    fn server_args(&self, variant: &Variant) -> Vec<String> {
-        let mut args: Vec<String> = [
-            "build",
-            "--profile",
-            self.profile.cargo_arg(),
-            "--quiet",
-            "-p",
-        ]
-        .map(String::from)
-        .into();
+    /// cargo's arguments for `variant` (from `manifest` when it is built
+    /// from a patched workspace). Dev builds add [`DEV_SHARED_DEPS`].
+    fn server_args(&self, variant: &Variant, manifest: Option<&Path>) -> Vec<String> {
+        let mut args: Vec<String> = ["build", "--profile", self.profile.cargo_arg(), "--quiet"]
+            .map(String::from)
+            .into();
+        if let Some(m) = manifest {
+            args.extend(["--manifest-path".into(), m.display().to_string()]);
+        }
+        args.push("-p".into());
         args.push(variant.server.package().into());
         let mut features = variant.features.clone();
         if self.profile == Profile::Dev {
@@ -303,7 +315,7 @@ mod tests {
         use crate::Server;
         let args = |profile, v: &Variant| {
             Builder::with_target("/w".into(), "/t".into(), profile)
-                .server_args(v)
+                .server_args(v, None)
                 .join(" ")
         };
         let tuned = Variant::new(Server::Actix, ["global-counter", "keepalive-os"]);
@@ -324,6 +336,18 @@ mod tests {
         assert_eq!(
             args(Profile::Dev, &neon),
             "build --profile dev --quiet -p shootout-ntex --features rt-neon,dev-shared-deps --no-default-features"
+        );
+        // A patched variant names its own workspace's manifest.
+        let once = Variant::new(Server::Ntex, ["ntex-read-once"]);
+        let b = Builder::with_target("/w".into(), "/t".into(), Profile::Release);
+        assert_eq!(
+            b.server_args(
+                &once,
+                Some(Path::new("/t/patched/ntex-read-once/Cargo.toml"))
+            )
+            .join(" "),
+            "build --profile release --quiet --manifest-path /t/patched/ntex-read-once/Cargo.toml \
+             -p shootout-ntex --features ntex-read-once"
         );
     }
 }

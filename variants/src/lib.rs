@@ -2,11 +2,13 @@
 //! (`shootout`) and the black-box tests (`conformance`).
 
 mod build;
+mod patched;
 mod server;
 mod variant;
 
 pub use build::{
     target_dir, workspace_root, BuildError, Builder, Profile, UnknownProfile, DEV_SHARED_DEPS,
 };
+pub use patched::{Patch, PATCHES};
 pub use server::Server;
 pub use variant::{Libc, Variant, FILE_FLAGS};

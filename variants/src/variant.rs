@@ -67,6 +67,22 @@ impl Variant {
         name
     }
 
+    /// The variant [`Variant::name`] names (`ntex-server+rt-neon@musl`);
+    /// none for a name of no server.
+    pub fn from_name(name: &str) -> Option<Variant> {
+        let (name, libc) = match name.strip_suffix("@musl") {
+            Some(n) => (n, Libc::Musl),
+            None => (name, Libc::Glibc),
+        };
+        let mut parts = name.split('+');
+        let binary = parts.next()?;
+        let server = Server::ALL.into_iter().find(|s| s.binary() == binary)?;
+        Some(Variant {
+            libc,
+            ..Variant::new(server, parts)
+        })
+    }
+
     /// Whether the build needs `--no-default-features`: ntex's own runtimes
     /// replace the servers' default feature, `rt-tokio`.
     pub fn replaces_default_features(&self) -> bool {
@@ -107,6 +123,14 @@ mod tests {
         };
         assert_eq!(musl.name(), "ntex-server+rt-neon@musl");
         assert_eq!(musl.to_string(), musl.name());
+        for n in [
+            "ntex-server+rt-neon@musl",
+            "actix-server+global-counter+keepalive-os",
+            "ntex-server",
+        ] {
+            assert_eq!(Variant::from_name(n).unwrap().name(), n);
+        }
+        assert_eq!(Variant::from_name("nginx+x"), None);
     }
 
     #[test]

@@ -453,6 +453,17 @@ fn features(
                 .into(),
         ));
     }
+    if features.iter().any(|f| f == "ntex-read-once")
+        && (server == Server::Actix
+            || runtimes
+                .iter()
+                .any(|r| app_core::runtime::REPLACES_DEFAULT.contains(&r.as_str())))
+    {
+        return Err(err(
+            feature_list.span().start,
+            "ntex-read-once patches ntex's tokio read path: ntex rows on rt-tokio only".into(),
+        ));
+    }
     if features.iter().any(|f| f == "log-stdout") && features.iter().any(|f| f == "log-file") {
         return Err(err(
             feature_list.span().start,
