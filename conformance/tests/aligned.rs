@@ -33,6 +33,11 @@ const REFUSED: &str = "400|connection: close|content-length: 0||";
 #[test]
 fn ntex_answers_what_actix_http_refuses_and_drains_like_it() {
     let (actix, ntex) = fuzz::start_twins();
+    // ntex against the patched read path (patches/) must answer alike.
+    let once = conformance::Server::start(
+        &conformance::Variant::new(conformance::Framework::Ntex, ["ntex-read-once"]),
+        &["--workers", "1"],
+    );
     let cases = [
         (
             "two Host headers: 400 and close, the pipelined GET unanswered",
@@ -79,7 +84,11 @@ fn ntex_answers_what_actix_http_refuses_and_drains_like_it() {
     let mut wrong = Vec::new();
     for (what, bytes, want) in &cases {
         let c = case(bytes);
-        for (name, server) in [("actix", &actix), ("ntex", &ntex)] {
+        for (name, server) in [
+            ("actix", &actix),
+            ("ntex", &ntex),
+            ("ntex-read-once", &once),
+        ] {
             let got = fuzz::play(server.addr, &c, first, idle);
             if &got != want {
                 wrong.push(format!("{name}, {what}: got {got:?}, want {want:?}"));
@@ -88,5 +97,6 @@ fn ntex_answers_what_actix_http_refuses_and_drains_like_it() {
     }
     assert!(actix.stop().status.success());
     assert!(ntex.stop().status.success());
+    assert!(once.stop().status.success());
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -105,13 +105,22 @@ fn slow_and_idle_connections_get_the_same_bytes_at_the_same_time() {
         Case::Trickle,
         Case::IdleAfterResponse,
     ];
+    // Each twin, and ntex against the patched read path (patches/), whose
+    // slow clients must meet the same timeouts.
+    let read_once = || Variant::new(Framework::Ntex, ["ntex-read-once"]);
     let runs: Vec<_> = cases
         .into_iter()
-        .flat_map(|case| Framework::BOTH.map(|fw| (case, fw)))
-        .map(|(case, fw)| {
+        .flat_map(|case| {
+            [
+                (case, Variant::new(Framework::Actix, sets::DEFAULT)),
+                (case, Variant::new(Framework::Ntex, sets::DEFAULT)),
+                (case, read_once()),
+            ]
+        })
+        .map(|(case, variant)| {
             std::thread::spawn(move || {
-                let server = Server::start(&Variant::new(fw, sets::DEFAULT), &["--workers", "1"]);
-                (case, fw, run_case(&server, case))
+                let server = Server::start(&variant, &["--workers", "1"]);
+                (case, variant, run_case(&server, case))
             })
         })
         .collect();
@@ -119,13 +128,19 @@ fn slow_and_idle_connections_get_the_same_bytes_at_the_same_time() {
     let timeout =
         "HTTP/1.1 408 Request Timeout\ncontent-length: 0\nconnection: close\ndate: <masked>\n";
     for case in cases {
-        let [(_, _, actix), (_, _, ntex)] = [Framework::Actix, Framework::Ntex].map(|fw| {
+        let [(_, _, actix), (_, _, ntex), (_, _, once)] = [
+            Variant::new(Framework::Actix, sets::DEFAULT),
+            Variant::new(Framework::Ntex, sets::DEFAULT),
+            read_once(),
+        ]
+        .map(|v| {
             outcomes
                 .iter()
-                .find(|(c, f, _)| *c == case && *f == fw)
+                .find(|(c, x, _)| *c == case && *x == v)
                 .unwrap()
         });
         assert_eq!(actix.bytes, ntex.bytes, "{case:?}: the twins differ");
+        assert_eq!(ntex.bytes, once.bytes, "{case:?}: read-once ntex differs");
         let want = if case == Case::IdleAfterResponse {
             ""
         } else {
@@ -140,7 +155,7 @@ fn slow_and_idle_connections_get_the_same_bytes_at_the_same_time() {
             (a - n).abs() <= 0.1 * a.max(n),
             "{case:?}: actix closed after {a:.2} s, ntex after {n:.2} s"
         );
-        for t in [a, n] {
+        for t in [a, n, once.closed_after.as_secs_f64()] {
             assert!((4.5..=5.6).contains(&t), "{case:?}: closed after {t:.2} s");
         }
     }
