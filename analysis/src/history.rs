@@ -14,6 +14,12 @@
 //! Jonkman (Student's t with sittings - 1 degrees of freedom, on a variance
 //! never below the weights' own), which holds its level with few sittings
 //! where the plain normal interval is too narrow.
+//!
+//! For the next sitting (plan 3 of issue 44, `docs/sitting-interval-plan.md`):
+//! a sitting with three earlier sittings or more of its comparison also
+//! reports an interval that adds their between-sitting spread (tau over
+//! the earlier sittings only) to its own error, since a sitting's blocks
+//! see its own minutes, not the next hour.
 
 use serde::{Deserialize, Serialize};
 
@@ -55,6 +61,25 @@ pub struct Sitting {
     /// Degrees of freedom of the interval.
     pub df: f64,
     /// Standard error of the log ratio, from the interval.
+    pub se_log: f64,
+    /// With three earlier sittings or more: this sitting's interval for
+    /// the next sitting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<Next>,
+}
+
+/// A sitting's interval for the next sitting: its own error and the
+/// between-sitting spread of the sittings before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Next {
+    /// Earlier sittings the spread is over.
+    pub earlier: usize,
+    /// Their between-sitting standard deviation of the log ratio.
+    pub tau_log: f64,
+    /// ln x +- sqrt((t * se)^2 + (1.96 * tau)^2).
+    pub lo: f64,
+    pub hi: f64,
+    /// sqrt(se^2 + tau^2).
     pub se_log: f64,
 }
 
@@ -107,6 +132,64 @@ impl Sitting {
     pub fn agrees_with(&self, other: &Sitting) -> bool {
         self.z_with(other) <= 1.96
     }
+
+    /// |ln x1 - ln x2| in units of its joint standard error for the next
+    /// sitting; none unless both sittings have one.
+    pub fn z_next_with(&self, other: &Sitting) -> Option<f64> {
+        let (a, b) = (self.next.as_ref()?, other.next.as_ref()?);
+        let d = (self.ratio.ln() - other.ratio.ln()).abs();
+        Some(d / (a.se_log.powi(2) + b.se_log.powi(2)).sqrt())
+    }
+
+    /// This sitting's interval for the next one, given the between-sitting
+    /// spread `tau_log` of `earlier` sittings before it.
+    pub fn next_with(&self, earlier: usize, tau_log: f64) -> Next {
+        let t = crate::stats::t_quantile(0.975, self.df);
+        let half = ((t * self.se_log).powi(2) + (1.96 * tau_log).powi(2)).sqrt();
+        let mid = self.ratio.ln();
+        Next {
+            earlier,
+            tau_log,
+            lo: (mid - half).exp(),
+            hi: (mid + half).exp(),
+            se_log: (self.se_log.powi(2) + tau_log.powi(2)).sqrt(),
+        }
+    }
+}
+
+/// Pairs of `sittings` that agree, of all pairs: by their own intervals,
+/// and by their intervals for the next sitting (pairs where both have
+/// one). Each disagreeing pair with its |z|.
+pub struct Agreement {
+    pub own: (usize, usize),
+    pub next: (usize, usize),
+    /// (first, second, |z| own, |z| next) of pairs that disagree by either.
+    pub disagree: Vec<(usize, usize, f64, Option<f64>)>,
+}
+
+/// Pairwise agreement of `sittings` both ways.
+pub fn agreement(sittings: &[Sitting]) -> Agreement {
+    let mut out = Agreement {
+        own: (0, 0),
+        next: (0, 0),
+        disagree: Vec::new(),
+    };
+    for (i, a) in sittings.iter().enumerate() {
+        for (j, b) in sittings.iter().enumerate().skip(i + 1) {
+            let z = a.z_with(b);
+            out.own.1 += 1;
+            out.own.0 += usize::from(z <= 1.96);
+            let zn = a.z_next_with(b);
+            if let Some(zn) = zn {
+                out.next.1 += 1;
+                out.next.0 += usize::from(zn <= 1.96);
+            }
+            if z > 1.96 || zn.is_some_and(|z| z > 1.96) {
+                out.disagree.push((i, j, z, zn));
+            }
+        }
+    }
+    out
 }
 
 /// The answer across `sittings` (three or more), else none.
@@ -168,6 +251,12 @@ pub fn build(mut answers: Vec<(Identity, Sitting)>) -> History {
     }
     for c in &mut comparisons {
         c.across = across(&c.sittings);
+        let spreads: Vec<Option<f64>> = (0..c.sittings.len())
+            .map(|j| across(&c.sittings[..j]).map(|x| x.tau_log))
+            .collect();
+        for (j, (s, tau)) in c.sittings.iter_mut().zip(spreads).enumerate() {
+            s.next = tau.map(|tau| s.next_with(j, tau));
+        }
     }
     History {
         agreement_rule: AGREEMENT_RULE.into(),
@@ -200,6 +289,7 @@ mod tests {
             runs: 1,
             df: 7.0,
             se_log: Sitting::se_of(lo, hi, 7.0),
+            next: None,
         }
     }
 
@@ -241,6 +331,56 @@ mod tests {
         let y = across(&spread).unwrap();
         assert!(y.tau_log > 0.03, "{y:?}");
         assert!(y.lo < 0.75 && y.hi > 0.85, "{y:?}");
+    }
+
+    #[test]
+    fn the_next_sitting_interval_adds_only_earlier_sittings_spread() {
+        let id = Identity {
+            file: "f".into(),
+            row: "r".into(),
+            against: "b".into(),
+            aa: false,
+            row_variant: "v".into(),
+            base_variant: "v".into(),
+            schedule: "s".into(),
+            placement: "p".into(),
+            load: "l".into(),
+        };
+        let all = [
+            sitting("1", 0.75, 0.74, 0.76),
+            sitting("2", 0.80, 0.79, 0.81),
+            sitting("3", 0.85, 0.84, 0.86),
+            sitting("4", 0.81, 0.80, 0.82),
+        ];
+        let h = build(all.iter().map(|s| (id.clone(), s.clone())).collect());
+        let got = &h.comparisons[0].sittings;
+        assert!(got[..3].iter().all(|s| s.next.is_none()), "{got:?}");
+        let next = got[3].next.as_ref().unwrap();
+        // The spread of the three before it, not of all four.
+        let tau = across(&all[..3]).unwrap().tau_log;
+        assert_eq!(next.earlier, 3);
+        assert!((next.tau_log - tau).abs() < 1e-12 && tau > 0.03, "{next:?}");
+        assert!(next.lo < got[3].lo && next.hi > got[3].hi, "{next:?}");
+        let se = (got[3].se_log.powi(2) + tau * tau).sqrt();
+        assert!((next.se_log - se).abs() < 1e-12);
+        // With no spread the interval is as wide as the sitting's own (on
+        // the log scale, around its ratio).
+        let same = got[3].next_with(3, 0.0);
+        let width = |lo: f64, hi: f64| hi.ln() - lo.ln();
+        assert!((width(same.lo, same.hi) - width(got[3].lo, got[3].hi)).abs() < 1e-12);
+        assert!((same.lo * same.hi - 0.81f64.powi(2)).abs() < 1e-12);
+        // The pair (2, 4) counts both ways; pairs with sitting 1 to 3 only
+        // by their own intervals.
+        let a = agreement(got);
+        assert_eq!(a.own.1, 6);
+        assert_eq!(a.next, (0, 0));
+        let mut late = got.to_vec();
+        for s in &mut late[..3] {
+            s.next = Some(s.next_with(3, tau));
+        }
+        let b = agreement(&late);
+        assert_eq!(b.next.1, 6);
+        assert!(b.next.0 > b.own.0, "{:?} {:?}", b.next, b.own);
     }
 
     #[test]

@@ -85,7 +85,8 @@ const PROBE: &str = r#"JSON.stringify({
   }),
   forests: [...document.querySelectorAll('svg.forest')].map(s => {
     const r = s.getBoundingClientRect();
-    return [s.id, s.querySelectorAll('circle').length, r.width, r.height];
+    return [s.id, s.querySelectorAll('circle').length, r.width, r.height,
+      s.querySelectorAll('line[stroke-width="1"]').length];
   }),
   answers: [...document.querySelectorAll('table.answers tbody tr')]
     .map(tr => [...tr.cells].map(td => td.textContent.trim())),
@@ -311,6 +312,13 @@ fn every_kind_of_run_report_opens_cleanly_in_chromium_at_phone_and_desktop_width
                 for f in forests {
                     assert!(f[2].as_f64().unwrap() > 300.0, "{at}: {f}");
                 }
+                // The newest main command has sittings with three before
+                // them: their intervals for the next sitting, drawn thin.
+                assert_eq!(forests[0][4].as_u64(), Some(0), "{at}: {forests:?}");
+                assert!(
+                    forests[1][4].as_u64().unwrap() >= answers,
+                    "{at}: {forests:?}"
+                );
             }
             if let (Ok(path), "quick", 1280) = (std::env::var("SHOOTOUT_SCREENSHOT"), *kind, width)
             {

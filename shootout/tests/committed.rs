@@ -179,6 +179,19 @@ fn committed_history_is_what_the_runs_give() {
             );
             assert!(s.se_log >= 0.0 && s.df >= 1.0, "{}: {s:?}", c.identity.row);
         }
+        // An interval for the next sitting exactly where three sittings
+        // came before, over those only, and never narrower than its own.
+        for (j, s) in c.sittings.iter().enumerate() {
+            assert_eq!(s.next.is_some(), j >= 3, "{}: {s:?}", c.identity.row);
+            if let Some(n) = &s.next {
+                let tau = analysis::history::across(&c.sittings[..j]).unwrap().tau_log;
+                assert_eq!((n.earlier, n.tau_log), (j, tau), "{}", c.identity.row);
+                assert!(
+                    n.lo <= s.lo * 1.000_001 && n.hi * 1.000_001 >= s.hi,
+                    "{s:?}"
+                );
+            }
+        }
     }
 }
 
@@ -211,6 +224,11 @@ fn history_prints_a_comparison_by_sitting_and_refuses_an_unknown_name() {
         "{text}"
     );
     assert!(text.contains("sittings that agree: "), "{text}");
+    // The main command's has sittings with three before them.
+    assert!(
+        text.contains("by their intervals for the next sitting") && text.contains("; next 0."),
+        "{text}"
+    );
     let out = run(&["no-such-row"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

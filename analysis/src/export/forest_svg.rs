@@ -19,6 +19,9 @@ pub struct Line {
     pub hi: f64,
     /// Drawn stronger (the run's own sitting among earlier ones).
     pub strong: bool,
+    /// A wider interval drawn thin behind it: a sitting's interval for the
+    /// next sitting.
+    pub next: Option<(f64, f64)>,
 }
 
 const WIDTH: f64 = 640.0;
@@ -37,6 +40,7 @@ pub fn answers(answers: &[Answer]) -> String {
             lo: a.ratio.lo,
             hi: a.ratio.hi,
             strong: !a.aa,
+            next: None,
         })
         .collect();
     let band = answers
@@ -74,6 +78,7 @@ pub fn sittings(history: &[Comparison], run: &str) -> String {
                 lo: s.lo,
                 hi: s.hi,
                 strong: s.run == run,
+                next: s.next.as_ref().map(|n| (n.lo, n.hi)),
             });
         }
         // With three sittings or more, their pool (random effects).
@@ -84,12 +89,13 @@ pub fn sittings(history: &[Comparison], run: &str) -> String {
                 lo: a.lo,
                 hi: a.hi,
                 strong: true,
+                next: None,
             });
         }
     }
     forest(
         "forest-history",
-        "The same comparisons in every committed sitting up to this one, and across them from three on (log axis)",
+        "The same comparisons in every committed sitting up to this one, and across them from three on (log axis; thin: a sitting's interval for the next sitting)",
         &lines,
         None,
     )
@@ -97,8 +103,15 @@ pub fn sittings(history: &[Comparison], run: &str) -> String {
 
 /// A forest plot `id` of `lines` under `title`, `band` shaded.
 pub fn forest(id: &str, title: &str, lines: &[Line], band: Option<(f64, f64)>) -> String {
-    let mut lo = lines.iter().map(|l| l.lo).fold(1.0f64, f64::min);
-    let mut hi = lines.iter().map(|l| l.hi).fold(1.0f64, f64::max);
+    let ends = |l: &Line| l.next.unwrap_or((l.lo, l.hi));
+    let mut lo = lines
+        .iter()
+        .map(|l| l.lo.min(ends(l).0))
+        .fold(1.0f64, f64::min);
+    let mut hi = lines
+        .iter()
+        .map(|l| l.hi.max(ends(l).1))
+        .fold(1.0f64, f64::max);
     if let Some((a, b)) = band {
         lo = lo.min(a);
         hi = hi.max(b);
@@ -136,21 +149,28 @@ pub fn forest(id: &str, title: &str, lines: &[Line], band: Option<(f64, f64)>) -
         } else {
             ("#57606a", "400")
         };
+        let mut tip = format!("{} {:.3} ({:.3}-{:.3})", l.label, l.ratio, l.lo, l.hi);
+        if let Some((a, b)) = l.next {
+            let _ = write!(tip, ", for the next sitting {a:.3}-{b:.3}");
+            let _ = write!(
+                out,
+                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#8c959f\" stroke-width=\"1\"/>",
+                x(a),
+                x(b)
+            );
+        }
         let _ = write!(
             out,
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-weight=\"{weight}\" fill=\"{colour}\">{}</text>\
              <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{colour}\" stroke-width=\"2\"/>\
-             <circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"{colour}\"><title>{} {:.3} ({:.3}-{:.3})</title></circle>",
+             <circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"{colour}\"><title>{}</title></circle>",
             LEFT - 8.0,
             y + 4.0,
             esc(&l.label),
             x(l.lo),
             x(l.hi),
             x(l.ratio),
-            esc(&l.label),
-            l.ratio,
-            l.lo,
-            l.hi
+            esc(&tip)
         );
     }
     for t in ticks(lo.exp(), hi.exp()) {
@@ -196,6 +216,7 @@ mod tests {
                 lo: 0.78,
                 hi: 0.82,
                 strong: true,
+                next: Some((0.70, 0.9)),
             },
             Line {
                 label: "A/A <1>".into(),
@@ -203,6 +224,7 @@ mod tests {
                 lo: 0.98,
                 hi: 1.02,
                 strong: false,
+                next: None,
             },
         ];
         let svg = forest("f", "t", &lines, Some((0.98, 1.02)));
@@ -210,6 +232,14 @@ mod tests {
         assert!(svg.contains("<rect"), "{svg}");
         assert!(svg.contains("A/A &lt;1&gt;"), "{svg}");
         assert!(svg.contains("viewBox"));
+        // The next sitting's interval: one thin line, in the tip too, and
+        // the axis reaches its ends.
+        assert_eq!(svg.matches("stroke-width=\"1\"").count(), 1, "{svg}");
+        assert!(svg.contains("for the next sitting 0.700-0.900"), "{svg}");
+        assert!(
+            svg.contains(">0.70</text>") || svg.contains(">0.72</text>"),
+            "{svg}"
+        );
         assert!(!ticks(0.75, 1.05).is_empty());
     }
 
@@ -228,6 +258,7 @@ mod tests {
             runs: 1,
             df: 7.0,
             se_log: crate::history::Sitting::se_of(ratio * 0.98, ratio * 1.02, 7.0),
+            next: None,
         };
         let mut c = Comparison {
             identity: crate::history::Identity {

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use analysis::history::{Comparison, History};
+use analysis::history::{agreement, Comparison, History};
 
 use super::report_error;
 use crate::record::history;
@@ -84,8 +84,9 @@ fn matches(c: &Comparison, name: &str) -> bool {
         || (id.aa && name.eq_ignore_ascii_case("a/a"))
 }
 
-/// `c` as text: its identity, a line per sitting, pairwise agreement and
-/// the answer across sittings.
+/// `c` as text: its identity, a line per sitting (with its interval for
+/// the next sitting once three sittings came before it), pairwise
+/// agreement both ways and the answer across sittings.
 pub fn lines(c: &Comparison) -> Vec<String> {
     let id = &c.identity;
     let name = if id.aa {
@@ -106,8 +107,13 @@ pub fn lines(c: &Comparison) -> Vec<String> {
         } else {
             String::new()
         };
+        let next = s
+            .next
+            .as_ref()
+            .map(|n| format!("; next {:.3}-{:.3}", n.lo, n.hi))
+            .unwrap_or_default();
         out.push(format!(
-            "  {}  {:.3} ({:.3}-{:.3}{runs})  {}{}  {} {}",
+            "  {}  {:.3} ({:.3}-{:.3}{runs}{next})  {}{}  {} {}",
             s.date,
             s.ratio,
             s.lo,
@@ -118,26 +124,33 @@ pub fn lines(c: &Comparison) -> Vec<String> {
             s.kernel
         ));
     }
-    let n = c.sittings.len();
-    if n >= 2 {
-        let mut pairs = 0;
-        let mut disagree = Vec::new();
-        for (i, a) in c.sittings.iter().enumerate() {
-            for b in &c.sittings[i + 1..] {
-                pairs += 1;
-                if !a.agrees_with(b) {
-                    disagree.push(format!(
-                        "  disagree: {} and {} (|z| {:.3} > 1.96)",
-                        a.date,
-                        b.date,
-                        a.z_with(b)
-                    ));
-                }
-            }
+    if c.sittings.len() >= 2 {
+        let a = agreement(&c.sittings);
+        let mut line = format!(
+            "  sittings that agree: {} of {} pairs by their own intervals",
+            a.own.0, a.own.1
+        );
+        if a.next.1 > 0 {
+            line += &format!(
+                "; {} of {} by their intervals for the next sitting",
+                a.next.0, a.next.1
+            );
         }
-        let agree = pairs - disagree.len();
-        out.push(format!("  sittings that agree: {agree} of {pairs} pairs"));
-        out.extend(disagree);
+        out.push(line);
+        for (i, j, z, zn) in a.disagree {
+            let how = match (z > 1.96, zn.map(|z| z > 1.96)) {
+                (true, Some(true)) => "both ways",
+                (true, _) => "by their own intervals",
+                _ => "for the next sitting",
+            };
+            let next = zn
+                .map(|z| format!(", for the next sitting {z:.3}"))
+                .unwrap_or_default();
+            out.push(format!(
+                "  disagree {how}: {} and {} (|z| {z:.3}{next}; above 1.96 disagrees)",
+                c.sittings[i].date, c.sittings[j].date
+            ));
+        }
     }
     if let Some(x) = &c.across {
         out.push(format!(

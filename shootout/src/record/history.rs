@@ -127,6 +127,7 @@ fn answer(
         runs,
         df,
         se_log: Sitting::se_of(lo, hi, df),
+        next: None,
     };
     Some((identity, sitting))
 }
@@ -207,8 +208,9 @@ pub fn write(results: &Path, repo: &Path) -> anyhow::Result<History> {
 /// (`history.json` beside the run): writes it and the index of runs
 /// (`index.html`) anew, renders the run's page
 /// again (it draws its comparisons' sittings from it) and prints, for each of
-/// this run's comparisons with three sittings or more, its answer across
-/// them. Elsewhere (a test's scratch directory) it does nothing.
+/// this run's comparisons, its interval for the next sitting once three
+/// sittings came before it and its answer across sittings once there are
+/// three. Elsewhere (a test's scratch directory) it does nothing.
 pub fn after_run(run_dir: &Path) -> anyhow::Result<()> {
     use std::io::Write;
     let Some(results) = run_dir.parent() else {
@@ -227,14 +229,23 @@ pub fn after_run(run_dir: &Path) -> anyhow::Result<()> {
         .map(|n| n.to_string_lossy().into_owned());
     let mut out = std::io::stdout().lock();
     for c in &h.comparisons {
-        let here = c.sittings.iter().any(|s| Some(&s.run) == run.as_ref());
-        if let (true, Some(x)) = (here, &c.across) {
-            let id = &c.identity;
-            let name = if id.aa {
-                "A/A".to_string()
-            } else {
-                format!("{}/{}", id.row, id.against)
-            };
+        let Some(here) = c.sittings.iter().find(|s| Some(&s.run) == run.as_ref()) else {
+            continue;
+        };
+        let id = &c.identity;
+        let name = if id.aa {
+            "A/A".to_string()
+        } else {
+            format!("{}/{}", id.row, id.against)
+        };
+        if let Some(n) = &here.next {
+            let _ = writeln!(
+                out,
+                "  {name} for the next sitting: {:.3} ({:.3}-{:.3}), this sitting's interval with the ±{:.1} % between its {} earlier sittings",
+                here.ratio, n.lo, n.hi, n.tau_log * 100.0, n.earlier
+            );
+        }
+        if let Some(x) = &c.across {
             let _ = writeln!(
                 out,
                 "  {name} across {} sittings: {:.3} ({:.3}-{:.3}), between sittings ±{:.1} % (shootout history {})",
