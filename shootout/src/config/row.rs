@@ -190,6 +190,7 @@ pub fn row(
         loadgen_cpus: o.loadgen_cpus.clone().or_else(|| d.loadgen_cpus.clone()),
         nginx_cpus_key: o.nginx_cpus.clone().or_else(|| d.nginx_cpus.clone()),
         terminal_cpus_key: o.terminal_cpus.clone().or_else(|| d.terminal_cpus.clone()),
+        sink_cpus_key: o.sink_cpus.clone().or_else(|| d.sink_cpus.clone()),
         placement_free: placement_free(o, d, err)?,
         repetitions: o
             .repetitions
@@ -225,10 +226,12 @@ fn placement_free(o: &Settings, d: &Settings, err: &Err) -> Result<bool, Scenari
         &o.loadgen_cpus,
         &o.nginx_cpus,
         &o.terminal_cpus,
+        &o.sink_cpus,
         &d.server_cpus,
         &d.loadgen_cpus,
         &d.nginx_cpus,
         &d.terminal_cpus,
+        &d.sink_cpus,
     ]
     .into_iter()
     .flatten()

@@ -56,9 +56,39 @@ fn a_terminal_here_runs_on_the_server_cpus_unless_the_row_says_otherwise() {
         free.scenarios[0].unpinned(),
         ["server", "loadgen", "terminal"]
     );
-    assert_eq!(free.scenarios[3].unpinned(), ["server", "loadgen"]);
+    assert_eq!(
+        free.scenarios[3].unpinned(),
+        ["server", "loadgen", "sink reader"]
+    );
     let bad = parse_str(&pinned(
         "[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nlog = \"xterm\"\nterminal_cpus = \"one\"\n",
+    ));
+    assert!(bad.is_err());
+}
+
+#[test]
+fn a_sink_drained_here_is_read_on_the_server_cpus_unless_the_row_says_otherwise() {
+    let rows = "[[scenario]]\nname = \"pipe\"\nserver = \"actix\"\nlog = \"pipe\"\n\n\
+                [[scenario]]\nname = \"pty\"\nserver = \"ntex\"\nlog = \"terminal\"\n\n\
+                [[scenario]]\nname = \"own\"\nserver = \"ntex\"\nlog = \"terminal\"\nsink_cpus = \"0\"\n\n\
+                [[scenario]]\nname = \"file\"\nserver = \"actix\"\nlog = \"file\"\n";
+    let placed = parse_str(&pinned(rows)).unwrap();
+    let cpus: Vec<Option<String>> = placed.scenarios.iter().map(|s| s.sink_cpus()).collect();
+    let some = |c: &str| Some(c.to_string());
+    assert_eq!(cpus, [some("1"), some("1"), some("0"), None]);
+    assert!(placed.scenarios.iter().all(|s| s.unpinned().is_empty()));
+    // Left to the scheduler, the reader is named among the unpinned; a
+    // file has no reader.
+    let free = parse_str(rows).unwrap();
+    let cpus: Vec<Option<String>> = free.scenarios.iter().map(|s| s.sink_cpus()).collect();
+    assert_eq!(cpus, [None, None, some("0"), None]);
+    assert_eq!(
+        free.scenarios[0].unpinned(),
+        ["server", "loadgen", "sink reader"]
+    );
+    assert_eq!(free.scenarios[3].unpinned(), ["server", "loadgen"]);
+    let bad = parse_str(&pinned(
+        "[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nlog = \"pipe\"\nsink_cpus = \"one\"\n",
     ));
     assert!(bad.is_err());
 }

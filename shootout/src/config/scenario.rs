@@ -272,6 +272,9 @@ pub struct Scenario {
     /// `terminal_cpus`: where a terminal emulator and its display run when
     /// not where [`Scenario::terminal_cpus`] puts them by default.
     pub terminal_cpus_key: Option<String>,
+    /// `sink_cpus`: where the runner's reader of a pipe or pty sink runs
+    /// when not where [`Scenario::sink_cpus`] puts it by default.
+    pub sink_cpus_key: Option<String>,
     /// `placement = "free"`: the row leaves some process to the scheduler,
     /// and says so (every table and answer line marks it).
     pub placement_free: bool,
@@ -389,6 +392,30 @@ impl Scenario {
         }
     }
 
+    /// The CPUs the runner's reader of the row's sink runs on, where the
+    /// runner drains it here (`log = "pipe"` or `"terminal"` with the
+    /// server on this machine, or an ssh terminal drained here):
+    /// `sink_cpus` when the row sets it, else the server's for a pipe or a
+    /// pty of a server on this machine (the server side pays for draining
+    /// its output, as for its terminal and its proxy); none otherwise.
+    pub fn sink_cpus(&self) -> Option<String> {
+        if self.sink_cpus_key.is_some() {
+            return self.sink_cpus_key.clone();
+        }
+        match self.log {
+            LogSink::Pipe | LogSink::Terminal if self.hosts.is_none() => self.server_cpus.clone(),
+            _ => None,
+        }
+    }
+
+    /// Whether the runner reads the row's output here, in a thread of its
+    /// own, from a pipe or a pty of a server on this machine. (An ssh
+    /// terminal drained here has a reader too, placed only by `sink_cpus`,
+    /// like the ssh client it reads: not yet placed by default.)
+    fn drains_here(&self) -> bool {
+        matches!(self.log, LogSink::Pipe | LogSink::Terminal) && self.hosts.is_none()
+    }
+
     /// Whether an emulator draws the row's output (xterm or alacritty,
     /// here or on the server's host, or an ssh session drawn here).
     fn draws(&self) -> bool {
@@ -429,6 +456,9 @@ impl Scenario {
         }
         if self.draws() && self.terminal_cpus().is_none() {
             out.push("terminal");
+        }
+        if self.drains_here() && self.sink_cpus().is_none() {
+            out.push("sink reader");
         }
         out
     }

@@ -57,6 +57,9 @@ pub struct Settings {
     /// A terminal emulator's CPUs (it and its Xvfb display); for xterm and
     /// alacritty rows the server's when absent.
     pub terminal_cpus: Option<String>,
+    /// The CPUs of the runner's reader of a pipe or pty sink drained here;
+    /// the server's (here) when absent.
+    pub sink_cpus: Option<String>,
     /// `"free"`: some process is left to the scheduler, on purpose;
     /// `"pinned"` (the default): every process has its CPUs.
     pub placement: Option<Spanned<String>>,

@@ -405,7 +405,13 @@ fn drain_once(
             status
         }
         kind => {
-            let mut sink = Sink::new(kind, &dir.join("out.txt"))?;
+            // The reader on the row's sink CPUs (the writer's, here), read
+            // back before anything counts.
+            let cpus = s.sink_cpus();
+            let mut sink = Sink::new(kind, &dir.join("out.txt"), cpus.as_deref())?;
+            if let Some(read) = sink.read_cpus(cpus.as_deref()) {
+                read.check()?;
+            }
             let mut cmd = Command::new(&argv[0]);
             cmd.args(&argv[1..])
                 .stdin(Stdio::null())

@@ -109,6 +109,11 @@ pub struct SinkRecord {
     /// terminal's, which is here); none here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_host: Option<String>,
+    /// Where the runner's reader of a pipe or pty drained here runs
+    /// (`Scenario::sink_cpus`); none where nothing is drained here or the
+    /// row leaves it to the scheduler.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reader_cpus: Option<String>,
 }
 
 impl SinkRecord {
@@ -123,6 +128,7 @@ impl SinkRecord {
             jump_scroll: jump_scroll_off(s),
             proxy: s.proxy.clone(),
             server_host: s.hosts.as_ref().map(|h| h.server.clone()),
+            reader_cpus: s.sink_cpus(),
         }
     }
 }

@@ -151,6 +151,11 @@ fn placement(rec: &Value, nginx: [bool; 2]) -> String {
             );
         }
     }
+    for side in ["row", "base"] {
+        if let Some(c) = rec[format!("{side}_sink")]["reader_cpus"].as_str() {
+            out += &format!(", {side} sink reader {c}");
+        }
+    }
     if let Some(h) = rec["row_sink"]["server_host"].as_str() {
         out += &format!(", server host {h}");
     }

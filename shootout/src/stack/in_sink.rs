@@ -83,7 +83,7 @@ pub(crate) fn start(
         }
         _ => (argv, None, s.log),
     };
-    let mut sink = Sink::new(local_sink, &local_out)?;
+    let mut sink = Sink::new(local_sink, &local_out, s.sink_cpus().as_deref())?;
     let stderr_done = Arc::new(AtomicBool::new(false));
     let stdout = sink.stdio.take().expect("fresh sink");
     let (proc_, terminal) = launch(s, tmp, place, argv, files, stdout, &stderr_done)?;

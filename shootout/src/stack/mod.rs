@@ -214,14 +214,21 @@ impl Stack {
     }
 
     /// The CPUs the server's and nginx's threads may run on, and those of
-    /// a terminal emulator drawing here, read from their hosts' /proc, each
-    /// against the CPUs the scenario `s` gives it.
+    /// a terminal emulator drawing here and of the runner's sink reader,
+    /// read from their hosts' /proc, each against the CPUs the scenario
+    /// `s` gives it.
     pub fn read_cpus(&self, s: &Scenario) -> anyhow::Result<Vec<ReadCpus>> {
         let mut out = vec![self.server.read_cpus(s.server_cpus.as_deref())?];
         if let Some(n) = &self.nginx {
             out.push(n.read_cpus("nginx", s.nginx_cpus().as_deref())?);
         }
         out.extend(self.server.terminal_cpus(s.terminal_cpus().as_deref())?);
+        let wanted = s.sink_cpus();
+        out.extend(
+            self.sink
+                .as_ref()
+                .and_then(|k| k.read_cpus(wanted.as_deref())),
+        );
         Ok(out)
     }
 

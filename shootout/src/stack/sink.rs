@@ -1,18 +1,21 @@
 //! Where the server's stdout goes: nowhere, a file, a pipe drained into a
-//! file, or a pseudo-terminal drained as a terminal emulator would.
+//! file, or a pseudo-terminal drained as a terminal emulator would. The
+//! thread that drains a pipe or a pty runs on the CPUs the row gives it
+//! (`Scenario::sink_cpus`), read back from /proc as the `sink reader`.
 
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use anyhow::Context;
 
 use crate::config::scenario::LogSink;
+use crate::place::affinity::{self, ReadCpus};
 
 /// The server's stdout end, and the thread draining the other end (if any).
 pub struct Sink {
@@ -20,11 +23,27 @@ pub struct Sink {
     /// Bytes the server wrote to a pipe or terminal.
     pub bytes: Arc<AtomicU64>,
     reader: Option<JoinHandle<()>>,
+    /// The reader thread's id once it runs (-1: it could not take its
+    /// CPUs).
+    tid: Arc<AtomicI32>,
 }
 
 impl Sink {
-    pub fn new(kind: LogSink, file: &Path) -> anyhow::Result<Sink> {
+    /// A sink of `kind` (a pipe's into `file`), its reader (if any) on
+    /// `cpus` (a CPU list; none: where the scheduler puts it).
+    pub fn new(kind: LogSink, file: &Path, cpus: Option<&str>) -> anyhow::Result<Sink> {
         let bytes = Arc::new(AtomicU64::new(0));
+        let tid = Arc::new(AtomicI32::new(0));
+        let cpus = cpus.map(affinity::parse_list).transpose()?;
+        let placed = {
+            let tid = Arc::clone(&tid);
+            move || {
+                let ok = cpus.as_ref().is_none_or(|c| pin_this_thread(c).is_ok());
+                // SAFETY: gettid has no preconditions.
+                let me = unsafe { libc::gettid() };
+                tid.store(if ok { me } else { -1 }, Ordering::SeqCst);
+            }
+        };
         let (stdio, reader) = match kind {
             // The emulator is the server's terminal (see `crate::stack::emulator`);
             // an ssh terminal is the sinks design's own (the parser keeps it there).
@@ -42,6 +61,7 @@ impl Sink {
                     File::create(file).with_context(|| format!("creating {}", file.display()))?;
                 let counter = Arc::clone(&bytes);
                 let t = std::thread::spawn(move || {
+                    placed();
                     drain(File::from(read), &counter, |b| {
                         let _ = out.write_all(b);
                     })
@@ -51,7 +71,10 @@ impl Sink {
             LogSink::Terminal => {
                 let (master, slave) = openpty()?;
                 let counter = Arc::clone(&bytes);
-                let t = std::thread::spawn(move || drain(File::from(master), &counter, |_| {}));
+                let t = std::thread::spawn(move || {
+                    placed();
+                    drain(File::from(master), &counter, |_| {})
+                });
                 (Stdio::from(slave), Some(t))
             }
         };
@@ -59,7 +82,35 @@ impl Sink {
             stdio: Some(stdio),
             bytes,
             reader,
+            tid,
         })
+    }
+
+    /// The CPUs the reader thread may run on, read from /proc, against
+    /// `wanted`; none without a reader. A reader that could not take its
+    /// CPUs, or has not started within a second, reads as no thread (which
+    /// the check refuses).
+    pub fn read_cpus(&self, wanted: Option<&str>) -> Option<ReadCpus> {
+        self.reader.as_ref()?;
+        let mut tid = 0;
+        for _ in 0..100 {
+            tid = self.tid.load(Ordering::SeqCst);
+            if tid != 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let list = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
+            .ok()
+            .filter(|_| tid > 0)
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                    .map(|l| format!("{} {tid} {}\n", std::process::id(), l.trim()))
+            })
+            .unwrap_or_default();
+        Some(affinity::from_lines("sink reader", wanted, &list))
     }
 
     /// Waits for the reader to see the end (call after the server exited).
@@ -82,6 +133,25 @@ fn drain(mut from: File, counter: &AtomicU64, mut sink: impl FnMut(&[u8])) {
             }
         }
     }
+}
+
+/// Pins the calling thread to `cpus`.
+fn pin_this_thread(cpus: &std::collections::BTreeSet<u32>) -> std::io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET only writes
+    // inside it for CPUs below CPU_SETSIZE, which the check ensures.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            if c as usize >= libc::CPU_SETSIZE as usize {
+                return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+            }
+            libc::CPU_SET(c as usize, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {

@@ -212,7 +212,9 @@ fn emulator_rows_run_in_real_terminals_and_leave_nothing() {
          features = [\"log-stdout\"]\nlog = \"xterm\"\nserver_cpus = \"1\"\nloadgen_cpus = \"0\"\n\n\
          [[scenario]]\nname = \"xterm\"\nserver = \"actix\"\n\n\
          [[scenario]]\nname = \"alacritty\"\nserver = \"actix\"\nlog = \"alacritty\"\n\n\
-         [[scenario]]\nname = \"refused\"\nserver = \"actix\"\nbacklog = 0\n",
+         [[scenario]]\nname = \"refused\"\nserver = \"actix\"\nbacklog = 0\n\n\
+         [[scenario]]\nname = \"pipe\"\nserver = \"actix\"\nlog = \"pipe\"\n\n\
+         [[scenario]]\nname = \"pty\"\nserver = \"actix\"\nlog = \"terminal\"\nsink_cpus = \"0\"\n",
     )
     .unwrap();
     let run = Ran::new(&["run", file.to_str().unwrap()], &dir.path().join("out"));
@@ -254,6 +256,23 @@ fn emulator_rows_run_in_real_terminals_and_leave_nothing() {
         assert_eq!(term["wanted"], "1", "{term}");
         assert_eq!(term["read"], serde_json::json!(["1"]), "{term}");
         assert!(term["processes"].as_u64().unwrap() >= 2, "{term}");
+    }
+    // The runner's reader of a pipe, on the server's CPU by default, and
+    // of a pty where the row puts it, each as read back (one thread).
+    for (name, cpu) in [("pipe", "1"), ("pty", "0")] {
+        let row = m["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["scenario"] == name)
+            .unwrap_or_else(|| panic!("no {name} row: {m}"));
+        let cpus = row["cpus"].as_array().unwrap();
+        let reader = cpus.iter().find(|c| c["process"] == "sink reader");
+        let reader = reader.unwrap_or_else(|| panic!("no sink reader record: {row}"));
+        assert_eq!(reader["wanted"], cpu, "{reader}");
+        assert_eq!(reader["read"], serde_json::json!([cpu]), "{reader}");
+        assert_eq!(reader["threads"], 1, "{reader}");
+        assert!(row["server_stdout_bytes"].as_u64().unwrap() > 0, "{row}");
     }
 
     // SIGINT while the xterm row is loaded: exit 130, nothing left.
