@@ -397,7 +397,8 @@ impl Scenario {
     /// server on this machine, or an ssh terminal drained here):
     /// `sink_cpus` when the row sets it, else the server's for a pipe or a
     /// pty of a server on this machine (the server side pays for draining
-    /// its output, as for its terminal and its proxy); none otherwise.
+    /// its output, as for its terminal and its proxy); none otherwise (an
+    /// ssh terminal's reader has no default yet).
     pub fn sink_cpus(&self) -> Option<String> {
         if self.sink_cpus_key.is_some() {
             return self.sink_cpus_key.clone();

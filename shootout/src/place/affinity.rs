@@ -82,19 +82,25 @@ pub fn group_lines_here(pgid: i32) -> String {
             continue;
         };
         for task in tasks.flatten() {
-            let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
-                continue;
-            };
-            if let Some(list) = status
-                .lines()
-                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-            {
-                let tid = task.file_name().to_string_lossy().into_owned();
-                out += &format!("{pid} {tid} {}\n", list.trim());
-            }
+            let tid = task.file_name().to_string_lossy().into_owned();
+            out += &task_line_here(pid, &tid);
         }
     }
     out
+}
+
+/// Thread `tid` of process `pid` on this machine as a `PID TID CPULIST`
+/// line; empty when it has gone.
+pub fn task_line_here(pid: impl std::fmt::Display, tid: &str) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|list| format!("{pid} {tid} {}\n", list.trim()))
+        })
+        .unwrap_or_default()
 }
 
 /// The check of a [`ReadCpus`] (the record lives in `analysis`, with every

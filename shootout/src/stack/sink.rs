@@ -100,16 +100,11 @@ impl Sink {
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        let list = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
-            .ok()
-            .filter(|_| tid > 0)
-            .and_then(|status| {
-                status
-                    .lines()
-                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-                    .map(|l| format!("{} {tid} {}\n", std::process::id(), l.trim()))
-            })
-            .unwrap_or_default();
+        let list = if tid > 0 {
+            affinity::task_line_here(std::process::id(), &tid.to_string())
+        } else {
+            String::new()
+        };
         Some(affinity::from_lines("sink reader", wanted, &list))
     }
 
