@@ -579,6 +579,7 @@ features = ["log-stdout"]
 log = "pipe"
 server_host = "server"
 load_hosts = ["load1"]
+server_cpus = "1"
 
 [[scenario]]
 name = "stdout-pty"
@@ -587,6 +588,8 @@ features = ["log-stdout"]
 log = "terminal"
 server_host = "server"
 load_hosts = ["load1"]
+server_cpus = "1"
+sink_cpus = "0"
 
 [[scenario]]
 name = "stdout-pty-error"
@@ -647,6 +650,26 @@ load_hosts = ["load1"]
             assert!(bytes >= 130 * answered, "{bytes} for {answered}: {row}");
         }
     }
+    // The readers there, as read back on the server's host: `cat` of the
+    // pipe on the server's CPU by default (not the server's child: the
+    // server is one process), `script` of the pty (and the shell it runs)
+    // where the row puts it.
+    for (i, cpu, procs) in [(2, "1", 1), (3, "0", 2)] {
+        let row = &meta["rows"][i];
+        let cpus = row["cpus"].as_array().unwrap();
+        let find = |p: &str| {
+            cpus.iter()
+                .find(|c| c["process"] == p)
+                .unwrap_or_else(|| panic!("no {p} record: {row}"))
+        };
+        let reader = find("sink reader");
+        assert_eq!(reader["wanted"], cpu, "{reader}");
+        assert_eq!(reader["read"], serde_json::json!([cpu]), "{reader}");
+        assert_eq!(reader["processes"], procs, "{reader}");
+        let server = find("server");
+        assert_eq!(server["read"], serde_json::json!(["1"]), "{server}");
+        assert_eq!(server["processes"], 1, "{server}");
+    }
     // xterm drew on an Xvfb display on the server's host (xvfb-run), and
     // neither is left there (their command lines name the row's directory).
     let row = &meta["rows"][5];
@@ -677,7 +700,7 @@ fn a_served_row_logs_into_an_ssh_terminal() {
     let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server load1", 11);
     let mut rows = String::from(
-        "[[scenario]]\nname = \"shaped\"\nserver = \"actix\"\nlink_rate = \"4mbit\"\n",
+        "[[scenario]]\nname = \"shaped\"\nserver = \"actix\"\nlink_rate = \"4mbit\"\nsink_cpus = \"0\"\n",
     );
     let xterm = has_xterm();
     if xterm {
@@ -703,6 +726,15 @@ fn a_served_row_logs_into_an_ssh_terminal() {
         "{shaped}"
     );
     assert!(shaped["link"]["bytes"].as_u64().unwrap() > 0, "{shaped}");
+    // The ssh client here and the runner's thread draining its pty, where
+    // the row puts them, as read back.
+    let cpus = shaped["cpus"].as_array().unwrap();
+    for p in ["ssh client", "sink reader"] {
+        let c = cpus.iter().find(|c| c["process"] == p);
+        let c = c.unwrap_or_else(|| panic!("no {p} record: {shaped}"));
+        assert_eq!(c["wanted"], "0", "{c}");
+        assert_eq!(c["read"], serde_json::json!(["0"]), "{c}");
+    }
     let log = analysis::raw::read_to_string(&run.join("served-ssh/shaped.jsonl")).unwrap();
     let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
     assert!(last["ok"].as_u64().unwrap() > 0, "{last}");

@@ -194,7 +194,11 @@ pub fn check_pinned(raw: &Written, scenarios: &[Scenario], err: &Err) -> Result<
     for s in scenarios.iter().filter(|s| !s.placement_free) {
         let free = s.unpinned();
         if !free.is_empty() {
-            let keys: Vec<String> = free.iter().map(|p| format!("{p}_cpus")).collect();
+            // The key that places each: `sink reader` is `sink_cpus`.
+            let keys: Vec<String> = free
+                .iter()
+                .map(|p| format!("{}_cpus", p.split(' ').next().unwrap_or(p)))
+                .collect();
             return Err(err(
                 row_at(raw, &s.name),
                 format!(

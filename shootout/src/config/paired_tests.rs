@@ -28,6 +28,15 @@ fn a_paired_row_with_an_unpinned_process_is_refused_unless_it_says_free() {
         e.starts_with("t.toml:13: placement \"loose\": use \"pinned\""),
         "{e}"
     );
+    // A pipe's reader is placed with the server by default; left to the
+    // scheduler with it, the message names its key, sink_cpus.
+    let pipe = "design = \"paired\"\nbaseline = \"a\"\n[defaults]\nloadgen_cpus = \"0\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nserver_cpus = \"1\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nlog = \"pipe\"\n";
+    let e = parse_str(pipe).unwrap_err();
+    assert!(
+        e.contains("its server, sink reader would run where the scheduler puts them; set server_cpus, sink_cpus or say"),
+        "{e}"
+    );
+    parse_str(&format!("{pipe}server_cpus = \"1\"\n")).unwrap();
     let e = parse_str(&file("nginx_cpus = \"one\"\n")).unwrap_err();
     assert!(e.contains("\"one\" is not a CPU list"), "{e}");
     // Sequential rows may leave processes free (their answers say so).

@@ -392,29 +392,36 @@ impl Scenario {
         }
     }
 
-    /// The CPUs the runner's reader of the row's sink runs on, where the
-    /// runner drains it here (`log = "pipe"` or `"terminal"` with the
-    /// server on this machine, or an ssh terminal drained here):
-    /// `sink_cpus` when the row sets it, else the server's for a pipe or a
-    /// pty of a server on this machine (the server side pays for draining
-    /// its output, as for its terminal and its proxy); none otherwise (an
-    /// ssh terminal's reader has no default yet).
+    /// The CPUs the reader of the row's sink runs on: the runner's thread
+    /// that drains a pipe or a pty here, `cat` draining a pipe or
+    /// `script` a pty on a remote server host, or, for an ssh terminal
+    /// drained here, the ssh client here with the runner's thread reading
+    /// it. `sink_cpus` when the row sets it, else the server's for a pipe
+    /// or a pty (here or on the server's host: the server side pays for
+    /// draining its output, as for its terminal and its proxy); none for
+    /// an ssh terminal drained here (this machine stands for the
+    /// operator's, which has no CPU of the server's to default to: the
+    /// row says, or the reader is unpinned).
     pub fn sink_cpus(&self) -> Option<String> {
         if self.sink_cpus_key.is_some() {
             return self.sink_cpus_key.clone();
         }
         match self.log {
-            LogSink::Pipe | LogSink::Terminal if self.hosts.is_none() => self.server_cpus.clone(),
+            LogSink::Pipe | LogSink::Terminal => self.server_cpus.clone(),
             _ => None,
         }
     }
 
-    /// Whether the runner reads the row's output here, in a thread of its
-    /// own, from a pipe or a pty of a server on this machine. (An ssh
-    /// terminal drained here has a reader too, placed only by `sink_cpus`,
-    /// like the ssh client it reads: not yet placed by default.)
-    fn drains_here(&self) -> bool {
-        matches!(self.log, LogSink::Pipe | LogSink::Terminal) && self.hosts.is_none()
+    /// Whether the row's sink has a reader (see [`Scenario::sink_cpus`]).
+    fn has_reader(&self) -> bool {
+        match self.log {
+            LogSink::Pipe | LogSink::Terminal => true,
+            LogSink::SshTerminal => self
+                .ssh_terminal
+                .as_ref()
+                .is_some_and(|t| t.terminal == Drawn::Drained),
+            _ => false,
+        }
     }
 
     /// Whether an emulator draws the row's output (xterm or alacritty,
@@ -458,7 +465,7 @@ impl Scenario {
         if self.draws() && self.terminal_cpus().is_none() {
             out.push("terminal");
         }
-        if self.drains_here() && self.sink_cpus().is_none() {
+        if self.has_reader() && self.sink_cpus().is_none() {
             out.push("sink reader");
         }
         out

@@ -188,6 +188,49 @@ fn remote_rows_take_every_sink_and_serve_an_ssh_terminal_from_its_host() {
 }
 
 #[test]
+fn a_reader_on_the_server_host_runs_with_the_server_and_an_ssh_client_here_is_said() {
+    let hosts = "[ssh]\nknown_hosts = \"/dev/null\"\n\n[hosts.server]\naddress = \"10.0.0.1\"\nrole = \"server\"\nworkdir = \"/tmp/w\"\n\n[hosts.load]\naddress = \"10.0.0.2\"\nrole = \"load\"\nworkdir = \"/tmp/w\"\n";
+    let row = |log: &str, extra: &str| {
+        format!("{hosts}\n[[scenario]]\nname = \"r\"\nserver = \"actix\"\nfeatures = [\"log-stdout\"]\nlog = \"{log}\"\nserver_host = \"server\"\nload_hosts = [\"load\"]\nserver_cpus = \"1\"\nloadgen_cpus = \"0\"\n{extra}")
+    };
+    let parse = |t: &str| crate::config::parse::parse(std::path::Path::new("t.toml"), t);
+    // `cat` of a pipe and `script` of a pty on the server's host: on the
+    // server's CPUs there unless the row says otherwise.
+    for (log, extra, want) in [
+        ("pipe", "", "1"),
+        ("terminal", "", "1"),
+        ("terminal", "sink_cpus = \"0\"\n", "0"),
+    ] {
+        let f = parse(&row(log, extra)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(f.scenarios[0].sink_cpus().as_deref(), Some(want), "{log}");
+        assert!(f.scenarios[0].unpinned().is_empty(), "{log}");
+    }
+    // A file has no reader.
+    let f = parse(&row("file", "")).unwrap();
+    assert_eq!(f.scenarios[0].sink_cpus(), None);
+    assert!(f.scenarios[0].unpinned().is_empty());
+    // An ssh terminal drained here: the ssh client and the runner's thread
+    // reading it have no CPUs of the server's to default to.
+    let ssh = row("ssh-terminal", "ssh_host = \"server\"\n");
+    let f = parse(&ssh).unwrap();
+    assert_eq!(f.scenarios[0].sink_cpus(), None);
+    assert_eq!(f.scenarios[0].unpinned(), ["sink reader"]);
+    let f = parse(&format!("{ssh}sink_cpus = \"0\"\n")).unwrap();
+    assert_eq!(f.scenarios[0].sink_cpus().as_deref(), Some("0"));
+    assert!(f.scenarios[0].unpinned().is_empty());
+    // Paired, it must say where (or say free), and the message names the key.
+    let e = parse(&format!(
+        "design = \"paired\"\nbaseline = \"r\"\n[paired]\nschedule = \"duet\"\n{ssh}"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("its sink reader would run where the scheduler puts them; set sink_cpus or say placement = \"free\""),
+        "{e}"
+    );
+}
+
+#[test]
 fn jump_scroll_is_xterms_wherever_xterm_draws() {
     use crate::stack::emulator::Kind;
     let parse = |t: &str| crate::config::parse::parse(std::path::Path::new("t.toml"), t);

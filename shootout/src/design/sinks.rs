@@ -37,7 +37,7 @@ use crate::config::sinks::SinksSettings;
 use crate::design::{each, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
 use crate::measure::wait::{self, Limits, Waited};
-use crate::place::affinity::Check;
+use crate::place::affinity::{self, Check};
 use crate::place::placement::Placement;
 use crate::place::procs::Proc;
 use crate::place::running::Running;
@@ -406,13 +406,17 @@ fn drain_once(
         }
         kind => {
             // The reader on the row's sink CPUs (the writer's, here), read
-            // back before anything counts.
+            // back before anything counts; with `far`, the ssh client here
+            // that it reads is part of it and runs there too.
             let cpus = s.sink_cpus();
             let mut sink = Sink::new(kind, &dir.join("out.txt"), cpus.as_deref())?;
             if let Some(read) = sink.read_cpus(cpus.as_deref()) {
                 read.check()?;
             }
             let mut cmd = Command::new(&argv[0]);
+            if far.is_some() {
+                affinity::pin_at_exec(&mut cmd, cpus.as_deref())?;
+            }
             cmd.args(&argv[1..])
                 .stdin(Stdio::null())
                 .stdout(sink.stdio.take().context("the sink's stdout")?)
@@ -421,6 +425,10 @@ fn drain_once(
             // Our copy of the sink's write end closes here, so the reader
             // sees the end when the writer exits.
             drop(cmd);
+            if far.is_some() && cpus.is_some() {
+                let lines = affinity::process_lines_here(writer.pid());
+                affinity::from_lines("ssh client", cpus.as_deref(), &lines).check()?;
+            }
             let status = until(deadline, &stopping, || writer.try_wait());
             writer.stop(Duration::from_secs(2));
             sink.finish();
@@ -500,6 +508,11 @@ fn drain_on_host(
     let report = format!("{}/report.json", files.path);
     let argv = writer_argv(job, settings, exe, there, report.clone());
     let mut w = in_sink::start(job.scenario, &tmp, place, argv, &files)?;
+    // `cat` or `script` there on the row's sink CPUs, read back before
+    // anything counts.
+    for read in w.reader_cpus(job.scenario, host)? {
+        read.check()?;
+    }
     let deadline = settings.settle + settings.length + Duration::from_secs(60);
     let stopping = || job.run.stopping();
     let status = until(deadline, &stopping, || w.proc_.try_wait());

@@ -78,13 +78,21 @@ pub fn from_lines(name: &str, wanted: Option<&str>, text: &str) -> ReadCpus {
 pub fn group_lines_here(pgid: i32) -> String {
     let mut out = String::new();
     for (pid, _) in crate::place::procs::group(pgid).unwrap_or_default() {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            continue;
-        };
-        for task in tasks.flatten() {
-            let tid = task.file_name().to_string_lossy().into_owned();
-            out += &task_line_here(pid, &tid);
-        }
+        out += &process_lines_here(pid);
+    }
+    out
+}
+
+/// Every thread of process `pid` on this machine, as `PID TID CPULIST`
+/// lines; empty when it has gone.
+pub fn process_lines_here(pid: impl std::fmt::Display) -> String {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for task in tasks.flatten() {
+        let tid = task.file_name().to_string_lossy().into_owned();
+        out += &task_line_here(&pid, &tid);
     }
     out
 }
@@ -101,6 +109,41 @@ pub fn task_line_here(pid: impl std::fmt::Display, tid: &str) -> String {
                 .map(|list| format!("{pid} {tid} {}\n", list.trim()))
         })
         .unwrap_or_default()
+}
+
+/// Puts the calling thread on `cpus` (in a child between fork and exec:
+/// the process to be).
+pub fn pin_this_thread(cpus: &BTreeSet<u32>) -> std::io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET only writes
+    // inside it for CPUs below CPU_SETSIZE, which the check ensures.
+    // Nothing here allocates, so it may run between fork and exec.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            if c as usize >= libc::CPU_SETSIZE as usize {
+                return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+            }
+            libc::CPU_SET(c as usize, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Makes `cmd`'s process start on `cpus` (none: where the scheduler puts
+/// it), set before it execs: its CPUs read back at once are already these.
+pub fn pin_at_exec(cmd: &mut std::process::Command, cpus: Option<&str>) -> anyhow::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let Some(cpus) = cpus else { return Ok(()) };
+    let set = parse_list(cpus)?;
+    // SAFETY: the closure only calls sched_setaffinity on a set built
+    // beforehand (async-signal-safe, no allocation).
+    unsafe {
+        cmd.pre_exec(move || pin_this_thread(&set));
+    }
+    Ok(())
 }
 
 /// The check of a [`ReadCpus`] (the record lives in `analysis`, with every

@@ -252,27 +252,40 @@ impl Host {
     /// stdout to `server-stdout.txt` in `dir` there and the new argv comes
     /// back (`true`): straight into the file (`sh -c 'exec "$@" >FILE'`),
     /// or with `pipe` through a FIFO that `cat` drains into the file, as
-    /// the local pipe sink's reader does. Either keeps the server's pid
-    /// (`exec`). The path is the file's on this host, for
-    /// [`Host::file_size`].
+    /// the local pipe sink's reader does, on `reader_cpus` (none: where
+    /// the scheduler puts it), its pid in the file's path plus `.reader`
+    /// ([`reader_pid_file`]). Either keeps the server's pid (`exec`). The
+    /// path is the file's on this host, for [`Host::file_size`].
     pub fn stdout_file(
         &self,
         argv: Vec<String>,
         dir: &HostDir,
         local: &Path,
         pipe: bool,
+        reader_cpus: Option<&str>,
     ) -> (Vec<String>, String, bool) {
         match self {
             Host::Remote(_) => {
                 let file = format!("{}/server-stdout.txt", dir.path);
                 let script = if pipe {
-                    // The FIFO exists before the reader starts and before the
-                    // server's stdout opens it (which waits for the reader).
-                    "mkfifo \"$0.fifo\" || exit 1; cat \"$0.fifo\" >\"$0\" & exec \"$@\" >\"$0.fifo\""
+                    // The shell holds the FIFO open both ways (fd 3) while
+                    // `cat` opens it, so neither open waits, and closes it
+                    // as it becomes the server: `cat` then sees the end
+                    // when the server exits, or at once if the server
+                    // could not start (no reader is left waiting). `cat`
+                    // is started from a subshell that exits, so it is not
+                    // the server's child: neither counted in the server's
+                    // CPU nor read back as the server.
+                    format!(
+                        "mkfifo \"$0.fifo\" || exit 1; exec 3<>\"$0.fifo\"; \
+                         ( (exec {pin}cat \"$0.fifo\" >\"$0\" 3>&-) & echo $! >\"$0.reader\" ); \
+                         exec \"$@\" >\"$0.fifo\" 3>&-",
+                        pin = taskset_prefix(reader_cpus),
+                    )
                 } else {
-                    "exec \"$@\" >\"$0\""
+                    "exec \"$@\" >\"$0\"".to_string()
                 };
-                let mut v = vec!["sh".to_string(), "-c".into(), script.into(), file.clone()];
+                let mut v = vec!["sh".to_string(), "-c".into(), script, file.clone()];
                 v.extend(argv);
                 (v, file, true)
             }
@@ -397,4 +410,16 @@ impl Host {
         }
         bail!("{}{addr} did not answer within 20 s", self.prefix())
     }
+}
+
+/// `taskset -c CPUS ` before a command in a shell line, for `cpus` (none:
+/// nothing, the scheduler places it).
+pub fn taskset_prefix(cpus: Option<&str>) -> String {
+    cpus.map_or(String::new(), |c| format!("taskset -c {} ", quote(c)))
+}
+
+/// Where a reader on a remote server host (`cat` of a pipe, `script` of a
+/// pty) leaves its pid: beside the file `stdout` it drains into.
+pub fn reader_pid_file(stdout: &str) -> String {
+    format!("{stdout}.reader")
 }

@@ -109,9 +109,10 @@ pub struct SinkRecord {
     /// terminal's, which is here); none here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_host: Option<String>,
-    /// Where the runner's reader of a pipe or pty drained here runs
-    /// (`Scenario::sink_cpus`); none where nothing is drained here or the
-    /// row leaves it to the scheduler.
+    /// Where the reader of a pipe or pty runs (`Scenario::sink_cpus`: the
+    /// runner's thread here, `cat` or `script` on a remote server host,
+    /// the ssh client here of an ssh terminal drained here); none where
+    /// nothing reads the sink or the row leaves it to the scheduler.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reader_cpus: Option<String>,
 }

@@ -14,8 +14,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use crate::config::scenario::{Drawn, LogSink, Scenario};
-use crate::place::host::{HostDir, Launch};
+use crate::place::affinity::{self, ReadCpus};
+use crate::place::host::{reader_pid_file, Host, HostDir, Launch};
 use crate::place::placement::Placement;
+use crate::place::ssh::quote;
 use crate::stack::emulator::{self, Emulator};
 use crate::stack::server::{follow_file, ServerProc};
 use crate::stack::sink::Sink;
@@ -32,6 +34,9 @@ pub(crate) struct InSink {
     pub stdout_file: Option<String>,
     /// The runner's end of a local sink.
     pub sink: Sink,
+    /// Where the reader on a remote server host (`cat` of a pipe,
+    /// `script` of a pty) left its pid there.
+    pub reader_file: Option<String>,
     /// Ends the thread following an emulator's stderr file.
     pub stderr_done: Arc<AtomicBool>,
 }
@@ -50,7 +55,11 @@ pub(crate) fn start(
     let (argv, stdout_file, local_sink) = match s.log {
         LogSink::File | LogSink::Pipe => {
             let pipe = s.log == LogSink::Pipe;
-            let (argv, path, wrapped) = place.server.stdout_file(argv, files, &local_out, pipe);
+            let reader = s.sink_cpus();
+            let (argv, path, wrapped) =
+                place
+                    .server
+                    .stdout_file(argv, files, &local_out, pipe, reader.as_deref());
             match (wrapped, s.log) {
                 // The host's own file (or FIFO and file) takes it.
                 (true, _) => (argv, Some(path), LogSink::None),
@@ -83,6 +92,10 @@ pub(crate) fn start(
         }
         _ => (argv, None, s.log),
     };
+    let reader_file = stdout_file
+        .as_deref()
+        .filter(|_| remote && matches!(s.log, LogSink::Pipe | LogSink::Terminal))
+        .map(reader_pid_file);
     let mut sink = Sink::new(local_sink, &local_out, s.sink_cpus().as_deref())?;
     let stderr_done = Arc::new(AtomicBool::new(false));
     let stdout = sink.stdio.take().expect("fresh sink");
@@ -92,8 +105,53 @@ pub(crate) fn start(
         terminal,
         stdout_file,
         sink,
+        reader_file,
         stderr_done,
     })
+}
+
+impl InSink {
+    /// The CPUs of the sink's reader as read against row `s`'s
+    /// `sink_cpus`: the runner's thread here, `cat` or `script` on the
+    /// server's host, and the ssh client here that an ssh terminal drained
+    /// here reads; none for a sink without a reader.
+    pub(crate) fn reader_cpus(&self, s: &Scenario, host: &Host) -> anyhow::Result<Vec<ReadCpus>> {
+        readers_cpus(
+            s,
+            &self.sink,
+            self.reader_file.as_deref(),
+            host,
+            &self.proc_,
+        )
+    }
+}
+
+/// [`InSink::reader_cpus`] from its parts (a [`crate::stack::Stack`] keeps
+/// them apart).
+pub(crate) fn readers_cpus(
+    s: &Scenario,
+    sink: &Sink,
+    reader_file: Option<&str>,
+    host: &Host,
+    server: &ServerProc,
+) -> anyhow::Result<Vec<ReadCpus>> {
+    let wanted = s.sink_cpus();
+    let mut out: Vec<ReadCpus> = sink.read_cpus(wanted.as_deref()).into_iter().collect();
+    out.extend(server.client_cpus(wanted.as_deref())?);
+    if let Some(file) = reader_file {
+        let script = format!(
+            "p=$(cat {} 2>/dev/null); [ -n \"$p\" ] || exit 0; {}",
+            quote(file),
+            affinity::remote_script("$p")
+        );
+        let lines = host.ssh()?.run(&script)?;
+        out.push(affinity::from_lines(
+            "sink reader",
+            wanted.as_deref(),
+            &lines,
+        ));
+    }
+    Ok(out)
 }
 
 /// Where a remote host's pty sink leaves the process's stdout.
@@ -122,6 +180,7 @@ fn launch(
         _ if place.server.ssh().is_err() => None,
         LogSink::Terminal => Some(ssh_served::Where::OnHost {
             out: host_stdout(files),
+            cpus: s.sink_cpus(),
         }),
         LogSink::Xterm | LogSink::Alacritty => emulator.map(ssh_served::Where::OnHostDrawn),
         _ => None,
@@ -145,6 +204,7 @@ fn launch(
             stdout,
             tmp,
             terminal_cpus: s.terminal_cpus(),
+            sink_cpus: s.sink_cpus(),
         })?;
         return Ok((ServerProc::OverSsh(Box::new(o)), Some(describe)));
     }

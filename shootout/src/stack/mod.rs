@@ -50,6 +50,9 @@ pub struct Stack {
     /// The terminal emulator, for meta.json (emulator rows).
     pub terminal: Option<String>,
     sink: Option<Sink>,
+    /// Where a reader on the server's host left its pid (see
+    /// [`InSink::reader_file`]).
+    reader_file: Option<String>,
     pub startup_line: String,
     /// Where loadgen sends requests: nginx when there is one, else the server.
     pub target: SocketAddr,
@@ -110,6 +113,7 @@ impl Stack {
             terminal,
             stdout_file,
             sink,
+            reader_file,
             stderr_done,
         } = in_sink::start(s, &spec.tmp, place, argv, &files)?;
         crate::hold_at::stage("start");
@@ -124,6 +128,7 @@ impl Stack {
             stderr_done,
             terminal,
             sink: Some(sink),
+            reader_file,
             startup_line,
             target: server_addr,
             log_file,
@@ -214,7 +219,9 @@ impl Stack {
     }
 
     /// The CPUs the server's and nginx's threads may run on, and those of
-    /// a terminal emulator drawing here and of the runner's sink reader,
+    /// a terminal emulator drawing here or there and of the sink's reader
+    /// (the runner's thread, the ssh client it reads, `cat` or `script` on
+    /// the server's host),
     /// read from their hosts' /proc, each against the CPUs the scenario
     /// `s` gives it.
     pub fn read_cpus(&self, s: &Scenario) -> anyhow::Result<Vec<ReadCpus>> {
@@ -223,12 +230,15 @@ impl Stack {
             out.push(n.read_cpus("nginx", s.nginx_cpus().as_deref())?);
         }
         out.extend(self.server.terminal_cpus(s.terminal_cpus().as_deref())?);
-        let wanted = s.sink_cpus();
-        out.extend(
-            self.sink
-                .as_ref()
-                .and_then(|k| k.read_cpus(wanted.as_deref())),
-        );
+        if let Some(sink) = &self.sink {
+            out.extend(in_sink::readers_cpus(
+                s,
+                sink,
+                self.reader_file.as_deref(),
+                &self.server_host,
+                &self.server,
+            )?);
+        }
         Ok(out)
     }
 

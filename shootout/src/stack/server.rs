@@ -113,6 +113,16 @@ impl ServerProc {
         }
     }
 
+    /// The CPUs of the ssh client here whose pseudo-terminal the runner
+    /// drains (an ssh terminal drained here), as read against `wanted`;
+    /// none for any other server.
+    pub(crate) fn client_cpus(&self, wanted: Option<&str>) -> anyhow::Result<Option<ReadCpus>> {
+        match self {
+            ServerProc::OverSsh(o) => o.client_cpus(wanted),
+            _ => Ok(None),
+        }
+    }
+
     pub(crate) fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
         match self {
             ServerProc::Started(p) => p.resident_kib(),

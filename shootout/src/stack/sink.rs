@@ -38,7 +38,9 @@ impl Sink {
         let placed = {
             let tid = Arc::clone(&tid);
             move || {
-                let ok = cpus.as_ref().is_none_or(|c| pin_this_thread(c).is_ok());
+                let ok = cpus
+                    .as_ref()
+                    .is_none_or(|c| affinity::pin_this_thread(c).is_ok());
                 // SAFETY: gettid has no preconditions.
                 let me = unsafe { libc::gettid() };
                 tid.store(if ok { me } else { -1 }, Ordering::SeqCst);
@@ -131,24 +133,6 @@ fn drain(mut from: File, counter: &AtomicU64, mut sink: impl FnMut(&[u8])) {
 }
 
 /// Pins the calling thread to `cpus`.
-fn pin_this_thread(cpus: &std::collections::BTreeSet<u32>) -> std::io::Result<()> {
-    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET only writes
-    // inside it for CPUs below CPU_SETSIZE, which the check ensures.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            if c as usize >= libc::CPU_SETSIZE as usize {
-                return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
-            }
-            libc::CPU_SET(c as usize, &mut set);
-        }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
 fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills two fds we then own.

@@ -21,7 +21,7 @@ use anyhow::{bail, Context};
 
 use crate::config::scenario::SshTerminal;
 use crate::place::affinity::{self, ReadCpus};
-use crate::place::host::{Host, HostDir};
+use crate::place::host::{reader_pid_file, taskset_prefix, Host, HostDir};
 use crate::place::procs::StderrLines;
 use crate::place::remote::{self, RemoteProc};
 use crate::place::running::{Boundaries, CpuReader, Running};
@@ -49,6 +49,9 @@ pub(crate) struct OverSsh {
     /// The row's directory on the server's host when an emulator draws
     /// there (`xvfb-run`).
     drawn_there: Option<String>,
+    /// The ssh client here carries the output into a pseudo-terminal the
+    /// runner drains: it is part of the sink's reader.
+    reads_here: bool,
     status: Option<ExitStatus>,
 }
 
@@ -61,8 +64,10 @@ pub(crate) enum Where<'a> {
         drawn: Option<Kind>,
     },
     /// On the server's host: a pty that util-linux `script` drains into
-    /// `out` there (`log = "terminal"` on a remote host).
-    OnHost { out: String },
+    /// `out` there (`log = "terminal"` on a remote host), on `cpus` there
+    /// (none: the scheduler's), its pid beside `out`
+    /// ([`crate::place::host::reader_pid_file`]).
+    OnHost { out: String, cpus: Option<String> },
     /// On the server's host: the emulator drawing on an Xvfb display there
     /// that `xvfb-run` starts and stops (`log = "xterm"` or `"alacritty"`
     /// on a remote host).
@@ -82,6 +87,9 @@ pub(crate) struct Start<'a> {
     pub tmp: &'a Path,
     /// The CPUs of an emulator drawing here (none: the scheduler's).
     pub terminal_cpus: Option<String>,
+    /// The CPUs of the ssh client here whose pseudo-terminal is drained
+    /// (none: the scheduler's).
+    pub sink_cpus: Option<String>,
 }
 
 impl OverSsh {
@@ -114,14 +122,19 @@ impl OverSsh {
             exit = quote(&exit_file),
         );
         let drawn_there = matches!(s.terminal, Where::OnHostDrawn(_)).then(|| s.dir.path.clone());
+        let reads_here = matches!(s.terminal, Where::Here { drawn: None, .. });
         let (client, drawn) = match &s.terminal {
-            Where::OnHost { out } => {
+            Where::OnHost { out, cpus } => {
                 // `script` gives the server a pty and copies what it reads
                 // to its stdout, here the file; it runs `$SHELL -c` on the
-                // wrapper. Nothing comes back over ssh.
+                // wrapper. Nothing comes back over ssh. It is the sink's
+                // reader there: on the row's sink CPUs, its pid beside the
+                // file.
                 let on_host = format!(
-                    "cd {dir} || exit 1; exec script -q -f -c {script} /dev/null >{out}",
+                    "cd {dir} || exit 1; echo $$ >{pid}; exec {pin}script -q -f -c {script} /dev/null >{out}",
                     dir = quote(&s.dir.path),
+                    pid = quote(&reader_pid_file(out)),
+                    pin = taskset_prefix(cpus.as_deref()),
                     script = quote(&script),
                     out = quote(out),
                 );
@@ -144,7 +157,10 @@ impl OverSsh {
             }
             Where::Here { drawn, .. } => {
                 let argv = ssh.terminal_argv(&script);
-                let cpus = s.terminal_cpus.as_deref();
+                let cpus = match drawn {
+                    Some(_) => s.terminal_cpus.as_deref(),
+                    None => s.sink_cpus.as_deref(),
+                };
                 client_here(*drawn, argv, s.stdout, s.tmp, cpus)?
             }
         };
@@ -182,6 +198,7 @@ impl OverSsh {
                 shaped,
                 link: None,
                 drawn_there,
+                reads_here,
                 status: None,
             },
             describe,
@@ -282,6 +299,15 @@ impl OverSsh {
         Ok(Some(affinity::from_lines("terminal", wanted, &lines)))
     }
 
+    /// The CPUs of the ssh client here whose pseudo-terminal the runner
+    /// drains, as read against `wanted`; none for other terminals.
+    pub(crate) fn client_cpus(&self, wanted: Option<&str>) -> anyhow::Result<Option<ReadCpus>> {
+        match &self.client {
+            Client::Drained(p) if self.reads_here => Ok(Some(p.read_cpus("ssh client", wanted)?)),
+            _ => Ok(None),
+        }
+    }
+
     pub(crate) fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
         remote::resident_kib_of(&self.ssh, self.pid)
     }
@@ -322,7 +348,7 @@ fn drawn_on_host(kind: Kind, dir: &str, script: &str, cpus: Option<&str>) -> Str
          pkill -KILL -f -- {xvfb}; exit $rc",
         dir = quote(dir),
         env = env.join(" "),
-        pin = cpus.map_or(String::new(), |c| format!("taskset -c {} ", quote(c))),
+        pin = taskset_prefix(cpus),
         auth = quote(&format!("{dir}/xauthority")),
         xvfb = quote(&format!("^Xvfb .*-auth {dir}/xauthority")),
         screen = quote(&format!("-screen 0 {}", crate::stack::emulator::SCREEN)),
@@ -343,7 +369,9 @@ fn client_here(
 ) -> anyhow::Result<(Client, String)> {
     Ok(match drawn {
         None => {
-            let p = Running::here("ssh", &argv, stdout)?;
+            let mut pinned = crate::measure::load::taskset(&cpus.map(str::to_owned));
+            pinned.extend(argv);
+            let p = Running::here("ssh", &pinned, stdout)?;
             (
                 Client::Drained(Box::new(p)),
                 "a drained pseudo-terminal".into(),
