@@ -466,7 +466,9 @@ fn an_ssh_terminal_sink_runs_through_ssh_and_a_shaped_link() {
     let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server", 8);
     let mut rows = String::from(
-        "[[scenario]]\nname = \"shaped\"\nserver = \"actix\"\nlink_rate = \"8mbit\"\n",
+        // The ssh client here and the sshd there where the row puts them:
+        // checked before the drain counts.
+        "[[scenario]]\nname = \"shaped\"\nserver = \"actix\"\nlink_rate = \"8mbit\"\nsink_cpus = \"0\"\nsshd_cpus = \"1\"\n",
     );
     let xterm = has_xterm();
     if xterm {
@@ -700,7 +702,7 @@ fn a_served_row_logs_into_an_ssh_terminal() {
     let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server load1", 11);
     let mut rows = String::from(
-        "[[scenario]]\nname = \"shaped\"\nserver = \"actix\"\nlink_rate = \"4mbit\"\nsink_cpus = \"0\"\n",
+        "[[scenario]]\nname = \"shaped\"\nserver = \"actix\"\nlink_rate = \"4mbit\"\nsink_cpus = \"0\"\nsshd_cpus = \"1\"\n",
     );
     let xterm = has_xterm();
     if xterm {
@@ -729,11 +731,14 @@ fn a_served_row_logs_into_an_ssh_terminal() {
     // The ssh client here and the runner's thread draining its pty, where
     // the row puts them, as read back.
     let cpus = shaped["cpus"].as_array().unwrap();
-    for p in ["ssh client", "sink reader"] {
+    // The sshd there serving the session, where the row puts it (one
+    // process: the session's own, not the host's daemon).
+    for (p, cpu) in [("ssh client", "0"), ("sink reader", "0"), ("sshd", "1")] {
         let c = cpus.iter().find(|c| c["process"] == p);
         let c = c.unwrap_or_else(|| panic!("no {p} record: {shaped}"));
-        assert_eq!(c["wanted"], "0", "{c}");
-        assert_eq!(c["read"], serde_json::json!(["0"]), "{c}");
+        assert_eq!(c["wanted"], cpu, "{c}");
+        assert_eq!(c["read"], serde_json::json!([cpu]), "{c}");
+        assert_eq!(c["processes"], 1, "{c}");
     }
     let log = analysis::raw::read_to_string(&run.join("served-ssh/shaped.jsonl")).unwrap();
     let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();

@@ -191,6 +191,7 @@ pub fn row(
         nginx_cpus_key: o.nginx_cpus.clone().or_else(|| d.nginx_cpus.clone()),
         terminal_cpus_key: o.terminal_cpus.clone().or_else(|| d.terminal_cpus.clone()),
         sink_cpus_key: o.sink_cpus.clone().or_else(|| d.sink_cpus.clone()),
+        sshd_cpus: o.sshd_cpus.clone().or_else(|| d.sshd_cpus.clone()),
         placement_free: placement_free(o, d, err)?,
         repetitions: o
             .repetitions
@@ -227,11 +228,13 @@ fn placement_free(o: &Settings, d: &Settings, err: &Err) -> Result<bool, Scenari
         &o.nginx_cpus,
         &o.terminal_cpus,
         &o.sink_cpus,
+        &o.sshd_cpus,
         &d.server_cpus,
         &d.loadgen_cpus,
         &d.nginx_cpus,
         &d.terminal_cpus,
         &d.sink_cpus,
+        &d.sshd_cpus,
     ]
     .into_iter()
     .flatten()

@@ -275,6 +275,11 @@ pub struct Scenario {
     /// `sink_cpus`: where the runner's reader of a pipe or pty sink runs
     /// when not where [`Scenario::sink_cpus`] puts it by default.
     pub sink_cpus_key: Option<String>,
+    /// `sshd_cpus`: where the sshd process that serves an ssh terminal's
+    /// session on the server's host runs (`log = "ssh-terminal"`); no
+    /// default: it is the host's own daemon's, and where it runs is the
+    /// host's unless the row says.
+    pub sshd_cpus: Option<String>,
     /// `placement = "free"`: the row leaves some process to the scheduler,
     /// and says so (every table and answer line marks it).
     pub placement_free: bool,
@@ -467,6 +472,9 @@ impl Scenario {
         }
         if self.has_reader() && self.sink_cpus().is_none() {
             out.push("sink reader");
+        }
+        if self.log == LogSink::SshTerminal && self.sshd_cpus.is_none() {
+            out.push("sshd");
         }
         out
     }

@@ -57,9 +57,14 @@ pub struct Settings {
     /// A terminal emulator's CPUs (it and its Xvfb display); for xterm and
     /// alacritty rows the server's when absent.
     pub terminal_cpus: Option<String>,
-    /// The CPUs of the runner's reader of a pipe or pty sink drained here;
-    /// the server's (here) when absent.
+    /// The CPUs of a pipe's or pty's reader (the runner's thread here,
+    /// `cat` or `script` on a remote server host; the server's when
+    /// absent), or of the ssh client here of an ssh terminal drained here
+    /// (none when absent).
     pub sink_cpus: Option<String>,
+    /// The CPUs of the sshd process on the server's host that serves an
+    /// ssh terminal's session (`log = "ssh-terminal"`); none when absent.
+    pub sshd_cpus: Option<String>,
     /// `"free"`: some process is left to the scheduler, on purpose;
     /// `"pinned"` (the default): every process has its CPUs.
     pub placement: Option<Spanned<String>>,

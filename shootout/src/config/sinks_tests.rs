@@ -214,10 +214,13 @@ fn a_reader_on_the_server_host_runs_with_the_server_and_an_ssh_client_here_is_sa
     let ssh = row("ssh-terminal", "ssh_host = \"server\"\n");
     let f = parse(&ssh).unwrap();
     assert_eq!(f.scenarios[0].sink_cpus(), None);
-    assert_eq!(f.scenarios[0].unpinned(), ["sink reader"]);
-    let f = parse(&format!("{ssh}sink_cpus = \"0\"\n")).unwrap();
+    // Nor has the sshd there that serves the session: the host's own.
+    assert_eq!(f.scenarios[0].unpinned(), ["sink reader", "sshd"]);
+    let f = parse(&format!("{ssh}sink_cpus = \"0\"\nsshd_cpus = \"1\"\n")).unwrap();
     assert_eq!(f.scenarios[0].sink_cpus().as_deref(), Some("0"));
+    assert_eq!(f.scenarios[0].sshd_cpus.as_deref(), Some("1"));
     assert!(f.scenarios[0].unpinned().is_empty());
+    assert!(parse(&format!("{ssh}sshd_cpus = \"x\"\n")).is_err());
     // Paired, it must say where (or say free), and the message names the key.
     let e = parse(&format!(
         "design = \"paired\"\nbaseline = \"r\"\n[paired]\nschedule = \"duet\"\n{ssh}"
@@ -225,7 +228,7 @@ fn a_reader_on_the_server_host_runs_with_the_server_and_an_ssh_client_here_is_sa
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("its sink reader would run where the scheduler puts them; set sink_cpus or say placement = \"free\""),
+        e.contains("its sink reader, sshd would run where the scheduler puts them; set sink_cpus, sshd_cpus or say placement = \"free\""),
         "{e}"
     );
 }

@@ -372,7 +372,11 @@ fn drain_once(
                 Drawn::Xterm => LogSink::Xterm,
                 Drawn::Alacritty => LogSink::Alacritty,
             };
-            (f.end.terminal_argv(&remote), kind)
+            let sshd = format!("sshd-{k:02}.pid");
+            (
+                f.end.terminal_argv(&remote, &sshd, s.sshd_cpus.as_deref()),
+                kind,
+            )
         }
         None => {
             let exe = std::env::current_exe().context("finding shootout's own binary")?;
@@ -428,6 +432,12 @@ fn drain_once(
             if far.is_some() && cpus.is_some() {
                 let lines = affinity::process_lines_here(writer.pid());
                 affinity::from_lines("ssh client", cpus.as_deref(), &lines).check()?;
+            }
+            // The sshd process there that serves the session, where the
+            // row puts it, read back once the session has started.
+            if let (Some(f), Some(_)) = (far, &s.sshd_cpus) {
+                let sshd = format!("sshd-{k:02}.pid");
+                f.end.sshd_cpus(&sshd, s.sshd_cpus.as_deref())?.check()?;
             }
             let status = until(deadline, &stopping, || writer.try_wait());
             writer.stop(Duration::from_secs(2));

@@ -48,6 +48,44 @@ pub fn remote_script(pid: impl std::fmt::Display) -> String {
     )
 }
 
+/// The shell lines that print `PID TID CPULIST` for every thread of
+/// process `pid` alone (not its children) on a remote host.
+pub fn remote_process_script(pid: impl std::fmt::Display) -> String {
+    format!(
+        "for t in /proc/{pid}/task/*; do \
+         echo \"{pid} ${{t##*/}} $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' $t/status 2>/dev/null)\"; \
+         done"
+    )
+}
+
+/// The shell line that writes the pid of the sshd process serving this
+/// session (the shell's parent) to `file` and, with `cpus`, puts it
+/// there first (all its threads); a failure ends the command.
+pub fn sshd_prefix(file: &str, cpus: Option<&str>) -> String {
+    let pin = cpus.map_or(String::new(), |c| {
+        format!(
+            "taskset -a -p -c {} $PPID >/dev/null || exit 1; ",
+            crate::place::ssh::quote(c)
+        )
+    });
+    format!("{pin}echo $PPID >{}; ", crate::place::ssh::quote(file))
+}
+
+/// The CPUs of the sshd process whose pid the session left in `file` on
+/// `ssh`'s host ([`sshd_prefix`]), as read there against `wanted`.
+pub fn sshd_read(
+    ssh: &crate::place::ssh::Session,
+    file: &str,
+    wanted: Option<&str>,
+) -> anyhow::Result<ReadCpus> {
+    let script = format!(
+        "p=$(cat {} 2>/dev/null); [ -n \"$p\" ] || exit 0; {}",
+        crate::place::ssh::quote(file),
+        remote_process_script("$p")
+    );
+    Ok(from_lines("sshd", wanted, &ssh.run(&script)?))
+}
+
 /// `PID TID CPULIST` lines (here or from [`remote_script`]) summed up as
 /// process `name`'s record; threads that ended meanwhile (no list) are
 /// left out.

@@ -44,11 +44,44 @@ impl SshEnd {
     }
 
     /// `argv` (as the host runs it, in the private directory) as this
-    /// machine spawns it: `ssh -tt HOST -- 'cd DIR && exec ARGV'`.
-    pub fn terminal_argv(&self, argv: &[String]) -> Vec<String> {
+    /// machine spawns it: `ssh -tt HOST -- 'cd DIR && exec ARGV'`, the
+    /// sshd process serving the session first put on `sshd_cpus` (none:
+    /// where the host's sshd runs it), its pid left in the private
+    /// directory's file `sshd` ([`SshEnd::sshd_cpus`] reads it).
+    pub fn terminal_argv(
+        &self,
+        argv: &[String],
+        sshd: &str,
+        sshd_cpus: Option<&str>,
+    ) -> Vec<String> {
         let line: Vec<String> = argv.iter().map(|a| quote(a)).collect();
-        let script = format!("cd {} && exec {}", quote(&self.dir.path), line.join(" "));
+        let file = format!("{}/{sshd}", self.dir.path);
+        let script = format!(
+            "{}cd {} && exec {}",
+            crate::place::affinity::sshd_prefix(&file, sshd_cpus),
+            quote(&self.dir.path),
+            line.join(" ")
+        );
         self.session.terminal_argv(&script)
+    }
+
+    /// The CPUs of the sshd process that serves the session started with
+    /// file `sshd` ([`SshEnd::terminal_argv`]), as read against `wanted`;
+    /// waits up to 10 s for the session to start.
+    pub fn sshd_cpus(
+        &self,
+        sshd: &str,
+        wanted: Option<&str>,
+    ) -> anyhow::Result<crate::place::affinity::ReadCpus> {
+        let file = format!("{}/{sshd}", self.dir.path);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let read = crate::place::affinity::sshd_read(&self.session, &file, wanted)?;
+            if read.threads > 0 || std::time::Instant::now() > deadline {
+                return Ok(read);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
     }
 
     /// The file `name` of the private directory.

@@ -115,6 +115,11 @@ pub struct SinkRecord {
     /// nothing reads the sink or the row leaves it to the scheduler.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reader_cpus: Option<String>,
+    /// Where the sshd process serving an ssh terminal's session runs on
+    /// the server's host (`sshd_cpus`); none where the row leaves it to
+    /// the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sshd_cpus: Option<String>,
 }
 
 impl SinkRecord {
@@ -130,6 +135,7 @@ impl SinkRecord {
             proxy: s.proxy.clone(),
             server_host: s.hosts.as_ref().map(|h| h.server.clone()),
             reader_cpus: s.sink_cpus(),
+            sshd_cpus: s.sshd_cpus.clone(),
         }
     }
 }

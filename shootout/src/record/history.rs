@@ -155,6 +155,9 @@ fn placement(rec: &Value, nginx: [bool; 2]) -> String {
         if let Some(c) = rec[format!("{side}_sink")]["reader_cpus"].as_str() {
             out += &format!(", {side} sink reader {c}");
         }
+        if let Some(c) = rec[format!("{side}_sink")]["sshd_cpus"].as_str() {
+            out += &format!(", {side} sshd {c}");
+        }
     }
     if let Some(h) = rec["row_sink"]["server_host"].as_str() {
         out += &format!(", server host {h}");

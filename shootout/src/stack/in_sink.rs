@@ -138,6 +138,7 @@ pub(crate) fn readers_cpus(
     let wanted = s.sink_cpus();
     let mut out: Vec<ReadCpus> = sink.read_cpus(wanted.as_deref()).into_iter().collect();
     out.extend(server.client_cpus(wanted.as_deref())?);
+    out.extend(server.sshd_cpus(s.sshd_cpus.as_deref())?);
     if let Some(file) = reader_file {
         let script = format!(
             "p=$(cat {} 2>/dev/null); [ -n \"$p\" ] || exit 0; {}",
@@ -205,6 +206,7 @@ fn launch(
             tmp,
             terminal_cpus: s.terminal_cpus(),
             sink_cpus: s.sink_cpus(),
+            sshd_cpus: s.sshd_cpus.clone(),
         })?;
         return Ok((ServerProc::OverSsh(Box::new(o)), Some(describe)));
     }

@@ -123,6 +123,15 @@ impl ServerProc {
         }
     }
 
+    /// The CPUs of the sshd process serving an ssh terminal here, on the
+    /// server's host, as read against `wanted`; none for any other server.
+    pub(crate) fn sshd_cpus(&self, wanted: Option<&str>) -> anyhow::Result<Option<ReadCpus>> {
+        match self {
+            ServerProc::OverSsh(o) => o.sshd_cpus(wanted),
+            _ => Ok(None),
+        }
+    }
+
     pub(crate) fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
         match self {
             ServerProc::Started(p) => p.resident_kib(),

@@ -52,6 +52,9 @@ pub(crate) struct OverSsh {
     /// The ssh client here carries the output into a pseudo-terminal the
     /// runner drains: it is part of the sink's reader.
     reads_here: bool,
+    /// Where the sshd process serving an ssh terminal here left its pid
+    /// on the server's host.
+    sshd_file: Option<String>,
     status: Option<ExitStatus>,
 }
 
@@ -90,6 +93,9 @@ pub(crate) struct Start<'a> {
     /// The CPUs of the ssh client here whose pseudo-terminal is drained
     /// (none: the scheduler's).
     pub sink_cpus: Option<String>,
+    /// The CPUs of the sshd process there that serves the session of an
+    /// ssh terminal here (none: where the host's sshd runs it).
+    pub sshd_cpus: Option<String>,
 }
 
 impl OverSsh {
@@ -123,6 +129,7 @@ impl OverSsh {
         );
         let drawn_there = matches!(s.terminal, Where::OnHostDrawn(_)).then(|| s.dir.path.clone());
         let reads_here = matches!(s.terminal, Where::Here { drawn: None, .. });
+        let sshd_file = matches!(s.terminal, Where::Here { .. }).then(|| file("sshd"));
         let (client, drawn) = match &s.terminal {
             Where::OnHost { out, cpus } => {
                 // `script` gives the server a pty and copies what it reads
@@ -156,7 +163,14 @@ impl OverSsh {
                 )
             }
             Where::Here { drawn, .. } => {
-                let argv = ssh.terminal_argv(&script);
+                // The sshd process serving this session carries every line
+                // of it: on the row's sshd CPUs, its pid kept for the
+                // read-back.
+                let pin = sshd_file
+                    .as_deref()
+                    .map(|f| affinity::sshd_prefix(f, s.sshd_cpus.as_deref()))
+                    .unwrap_or_default();
+                let argv = ssh.terminal_argv(&format!("{pin}{script}"));
                 let cpus = match drawn {
                     Some(_) => s.terminal_cpus.as_deref(),
                     None => s.sink_cpus.as_deref(),
@@ -199,6 +213,7 @@ impl OverSsh {
                 link: None,
                 drawn_there,
                 reads_here,
+                sshd_file,
                 status: None,
             },
             describe,
@@ -306,6 +321,15 @@ impl OverSsh {
             Client::Drained(p) if self.reads_here => Ok(Some(p.read_cpus("ssh client", wanted)?)),
             _ => Ok(None),
         }
+    }
+
+    /// The CPUs of the sshd process there that serves an ssh terminal
+    /// here, as read against `wanted`; none for other terminals.
+    pub(crate) fn sshd_cpus(&self, wanted: Option<&str>) -> anyhow::Result<Option<ReadCpus>> {
+        self.sshd_file
+            .as_deref()
+            .map(|f| affinity::sshd_read(&self.ssh, f, wanted))
+            .transpose()
     }
 
     pub(crate) fn resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {
