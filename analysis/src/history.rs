@@ -4,7 +4,8 @@
 //!
 //! A comparison's identity is everything that makes two answers the same
 //! question: the scenario file, the row and what it is compared with, both
-//! builds, the schedule, where every process runs, and the load. Two
+//! builds, the schedule, where every process runs, the load, and the CPU
+//! model it ran on. Two
 //! sittings of one identity agree when their log ratios differ by at most
 //! 1.96 times the square root of the sum of their squared standard errors.
 //!
@@ -40,6 +41,11 @@ pub struct Identity {
     pub placement: String,
     /// `post, 256 connections, 1 thread, loopback`.
     pub load: String,
+    /// The CPU model the sittings ran on (meta.json's `cpu_model`): the
+    /// same comparison on another machine is another question (the main
+    /// command's nginx answer moved from 0.28 to 0.35 between two VMs).
+    #[serde(default)]
+    pub machine: String,
 }
 
 /// One sitting's answer.
@@ -345,6 +351,7 @@ mod tests {
             schedule: "s".into(),
             placement: "p".into(),
             load: "l".into(),
+            machine: "m".into(),
         };
         let all = [
             sitting("1", 0.75, 0.74, 0.76),
@@ -395,6 +402,7 @@ mod tests {
             schedule: "s".into(),
             placement: "p".into(),
             load: "l".into(),
+            machine: "m".into(),
         };
         let h = build(vec![
             (id("x"), sitting("2", 0.9, 0.8, 1.0)),
@@ -408,5 +416,15 @@ mod tests {
             .map(|s| s.run.as_str())
             .collect();
         assert_eq!(runs, ["1", "2"]);
+        // The same comparison on another CPU model is another question.
+        let other = Identity {
+            machine: "n".into(),
+            ..id("x")
+        };
+        let h = build(vec![
+            (id("x"), sitting("1", 0.9, 0.8, 1.0)),
+            (other, sitting("2", 0.7, 0.6, 0.8)),
+        ]);
+        assert_eq!(h.comparisons.len(), 2);
     }
 }

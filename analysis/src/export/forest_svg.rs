@@ -271,6 +271,7 @@ mod tests {
                 schedule: String::new(),
                 placement: String::new(),
                 load: String::new(),
+                machine: String::new(),
             },
             sittings: vec![sitting("a", 0.82), sitting("bb", 0.83)],
             across: None,

@@ -97,8 +97,8 @@ pub fn lines(c: &Comparison) -> Vec<String> {
     let mut out = vec![
         format!("{name}  [{}]", id.file),
         format!(
-            "  {} vs {}; {}; {}; {}",
-            id.row_variant, id.base_variant, id.schedule, id.placement, id.load
+            "  {} vs {}; {}; {}; {}; on {}",
+            id.row_variant, id.base_variant, id.schedule, id.placement, id.load, id.machine
         ),
     ];
     for s in &c.sittings {

@@ -113,6 +113,7 @@ fn answer(
             .into(),
         placement: placement(rec, nginx),
         load,
+        machine: text(&meta["cpu_model"]),
     };
     let sitting = Sitting {
         run: run.into(),
