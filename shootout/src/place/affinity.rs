@@ -42,9 +42,8 @@ pub fn parse_list(list: &str) -> anyhow::Result<BTreeSet<u32>> {
 /// where `pgid` is the process's own pid).
 pub fn remote_script(pid: impl std::fmt::Display) -> String {
     format!(
-        "for p in {pid} $(pgrep -P {pid}); do for t in /proc/$p/task/*; do \
-         echo \"$p ${{t##*/}} $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' $t/status 2>/dev/null)\"; \
-         done; done"
+        "for p in {pid} $(pgrep -P {pid}); do {}; done",
+        remote_process_script("$p")
     )
 }
 
