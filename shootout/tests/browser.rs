@@ -1,5 +1,5 @@
 //! The run report (`index.html`) in a real browser: Debian's chromium,
-//! headless, driven over the DevTools protocol (headless_chrome). Copies of
+//! headless, driven over the DevTools protocol through a pipe (`cdp`). Copies of
 //! committed runs of each kind (paired, sequential, memory, a script's run)
 //! get their page rebuilt by `shootout report`, then each page is opened
 //! from `file://` at 390 px and at 1280 px wide. Fails on any console error,
@@ -12,15 +12,13 @@
 //! `SHOOTOUT_SCREENSHOT=PATH` also saves the quick run's page at 1280 px
 //! (the README's picture).
 
+mod cdp;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use headless_chrome::protocol::cdp::types::Event;
-use headless_chrome::protocol::cdp::Emulation::SetDeviceMetricsOverride;
-use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
-use headless_chrome::{Browser, LaunchOptions, Tab};
+use cdp::{Browser, Tab};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -86,16 +84,10 @@ fn chromium() -> PathBuf {
         .expect("chromium is missing: run `cargo run -p shootout -- setup --all` (CI does)")
 }
 
+/// Every test's pages open within this; a browser that stops answering
+/// is killed then, and the test fails instead of hanging.
 fn browser() -> Browser {
-    Browser::new(LaunchOptions {
-        headless: true,
-        sandbox: false,
-        path: Some(chromium()),
-        window_size: Some((1280, 900)),
-        idle_browser_timeout: Duration::from_secs(120),
-        ..LaunchOptions::default()
-    })
-    .expect("chromium starts headless")
+    Browser::launch(&chromium(), Duration::from_secs(300))
 }
 
 /// What the page says about itself, read by script in the page.
@@ -119,66 +111,17 @@ const PROBE: &str = r#"JSON.stringify({
   title: document.title
 })"#;
 
-/// Opens `page` in a fresh tab with a viewport `width` px wide (a phone's
-/// below 600: a headless window cannot be narrower than 500 px, so the
-/// width is emulated, as DevTools' device mode does); returns the probe's
-/// JSON and every error the browser reported (console, exceptions, failed
-/// loads).
-fn open(browser: &Browser, page: &Path, width: u32) -> (serde_json::Value, Vec<String>, Arc<Tab>) {
-    let tab = browser.new_tab().unwrap();
-    tab.call_method(SetDeviceMetricsOverride {
-        width,
-        height: 900,
-        device_scale_factor: 1.0,
-        mobile: width < 600,
-        scale: None,
-        screen_width: None,
-        screen_height: None,
-        position_x: None,
-        position_y: None,
-        dont_set_visible_size: None,
-        screen_orientation: None,
-        viewport: None,
-        display_feature: None,
-        device_posture: None,
-    })
-    .unwrap();
-    let errors = Arc::new(Mutex::new(Vec::new()));
-    let sink = errors.clone();
-    tab.enable_log().unwrap();
-    tab.enable_runtime().unwrap();
-    tab.add_event_listener(Arc::new(move |e: &Event| {
-        let problem = match e {
-            Event::LogEntryAdded(x) => {
-                let level = format!("{:?}", x.params.entry.level);
-                (level == "Error" || level == "Warning")
-                    .then(|| format!("log {level}: {}", x.params.entry.text))
-            }
-            Event::RuntimeConsoleAPICalled(x) => {
-                let kind = format!("{:?}", x.params.Type);
-                (kind == "Error" || kind == "Warning" || kind == "Assert")
-                    .then(|| format!("console {kind}"))
-            }
-            Event::RuntimeExceptionThrown(x) => {
-                Some(format!("exception: {}", x.params.exception_details.text))
-            }
-            _ => None,
-        };
-        if let Some(p) = problem {
-            sink.lock().unwrap().push(p);
-        }
-    }))
-    .unwrap();
-    let url = format!("file://{}", page.display());
-    tab.navigate_to(&url)
-        .unwrap()
-        .wait_until_navigated()
-        .unwrap();
+/// Opens `page` in a fresh tab with a viewport `width` px wide; returns
+/// the probe's JSON and every error the browser reported (console,
+/// exceptions, failed loads).
+fn open(browser: &mut Browser, page: &Path, width: u32) -> (serde_json::Value, Vec<String>, Tab) {
+    let mut tab = browser.new_tab(width);
+    browser.navigate(&mut tab, &format!("file://{}", page.display()));
     // Late console messages (none are expected) get a moment to arrive.
     std::thread::sleep(Duration::from_millis(300));
-    let value = tab.evaluate(PROBE, false).unwrap().value.unwrap();
-    let probe: serde_json::Value = serde_json::from_str(value.as_str().unwrap()).unwrap();
-    let errors = errors.lock().unwrap().clone();
+    let value = browser.evaluate(&mut tab, PROBE);
+    let probe: serde_json::Value = serde_json::from_str(&value).unwrap();
+    let errors = tab.errors.clone();
     (probe, errors, tab)
 }
 
@@ -296,10 +239,10 @@ fn every_kind_of_run_report_opens_cleanly_in_chromium_at_phone_and_desktop_width
         );
         dirs.push((kind, to));
     }
-    let browser = browser();
+    let mut browser = browser();
     for width in [390, 1280] {
         for (kind, dir) in &dirs {
-            let (probe, errors, tab) = open(&browser, &dir.join("index.html"), width);
+            let (probe, errors, mut tab) = open(&mut browser, &dir.join("index.html"), width);
             let at = format!("{kind} at {width} px");
             assert!(errors.is_empty(), "{at}: {errors:?}");
             assert_eq!(probe["fetches"], 0, "{at}: the page loads something");
@@ -348,10 +291,7 @@ fn every_kind_of_run_report_opens_cleanly_in_chromium_at_phone_and_desktop_width
             }
             if let (Ok(path), "quick", 1280) = (std::env::var("SHOOTOUT_SCREENSHOT"), *kind, width)
             {
-                let png = tab
-                    .capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true)
-                    .unwrap();
-                std::fs::write(path, png).unwrap();
+                std::fs::write(path, browser.screenshot(&mut tab)).unwrap();
             }
         }
     }
@@ -374,22 +314,12 @@ fn the_index_of_runs_opens_cleanly_and_filters_at_phone_and_desktop_width() {
         .filter(|r| r.answers.iter().any(|a| a.aa))
         .count();
     assert!(sweeps > 0 && with_aa > 0 && runs.len() > sweeps + with_aa);
-    // The rows shown after choosing `design` and `comparison` in the menus.
-    let shown = |tab: &Tab, design: &str, comparison: &str| -> (u64, String) {
-        let js = format!(
-            "(() => {{ for (const [id, v] of [['design', '{design}'], ['comparison', '{comparison}']]) {{\
-               const s = document.getElementById(id); s.value = v; s.dispatchEvent(new Event('change')); }}\
-               const rows = [...document.querySelectorAll('tbody tr')].filter(r => !r.hidden);\
-               return JSON.stringify([rows.length, document.getElementById('shown').textContent]); }})()"
-        );
-        let v = tab.evaluate(&js, false).unwrap().value.unwrap();
-        let v: serde_json::Value = serde_json::from_str(v.as_str().unwrap()).unwrap();
-        (v[0].as_u64().unwrap(), v[1].as_str().unwrap().to_string())
-    };
-    let browser = browser();
+    let mut browser = browser();
     for width in [390, 1280] {
         let at = format!("the index at {width} px");
-        let (probe, errors, tab) = open(&browser, &page, width);
+        let (probe, errors, mut tab) = open(&mut browser, &page, width);
+        let mut shown =
+            |design: &str, comparison: &str| shown(&mut browser, &mut tab, design, comparison);
         assert!(errors.is_empty(), "{at}: {errors:?}");
         assert_eq!(probe["fetches"], 0, "{at}: the page loads something");
         assert!(
@@ -399,11 +329,24 @@ fn the_index_of_runs_opens_cleanly_and_filters_at_phone_and_desktop_width() {
             probe["inner"]
         );
         let n = runs.len() as u64;
-        assert_eq!(shown(&tab, "", ""), (n, n.to_string()), "{at}");
+        assert_eq!(shown("", ""), (n, n.to_string()), "{at}");
         let s = sweeps as u64;
-        assert_eq!(shown(&tab, "sweep", ""), (s, s.to_string()), "{at}");
+        assert_eq!(shown("sweep", ""), (s, s.to_string()), "{at}");
         let a = with_aa as u64;
-        assert_eq!(shown(&tab, "", "A/A"), (a, a.to_string()), "{at}");
-        assert_eq!(shown(&tab, "sweep", "A/A").0, 0, "{at}");
+        assert_eq!(shown("", "A/A"), (a, a.to_string()), "{at}");
+        assert_eq!(shown("sweep", "A/A").0, 0, "{at}");
     }
+}
+
+/// The rows of the index shown after choosing `design` and `comparison` in
+/// its menus, and the count it says it shows.
+fn shown(browser: &mut Browser, tab: &mut Tab, design: &str, comparison: &str) -> (u64, String) {
+    let js = format!(
+        "(() => {{ for (const [id, v] of [['design', '{design}'], ['comparison', '{comparison}']]) {{\
+           const s = document.getElementById(id); s.value = v; s.dispatchEvent(new Event('change')); }}\
+           const rows = [...document.querySelectorAll('tbody tr')].filter(r => !r.hidden);\
+           return JSON.stringify([rows.length, document.getElementById('shown').textContent]); }})()"
+    );
+    let v: serde_json::Value = serde_json::from_str(&browser.evaluate(tab, &js)).unwrap();
+    (v[0].as_u64().unwrap(), v[1].as_str().unwrap().to_string())
 }
