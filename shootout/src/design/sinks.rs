@@ -131,7 +131,7 @@ struct SinkIndex<'a> {
 fn sink_row(job: &Job, settings: &SinksSettings, facts: &mut RowFacts) -> anyhow::Result<()> {
     let s = job.scenario;
     let run = job.run;
-    let (lines, requests) = sample(job, settings, facts)?;
+    let (lines, requests) = sample_enough(job, settings, facts)?;
     let kept = &lines[lines.len().saturating_sub(KEEP)..];
     let lines_file = format!("{}.lines.txt", s.name);
     let lines_path = run.table_dir.join(&lines_file);
@@ -196,11 +196,56 @@ fn sink_row(job: &Job, settings: &SinksSettings, facts: &mut RowFacts) -> anyhow
 
 /// The row's stack with its stdout in a file, loaded for `sample`: the
 /// lines logged during the load, and loadgen's count of answers.
-fn sample(
+/// Answers a sample needs per connection. The requests in flight when its
+/// load stops (up to one per connection) are logged but not acknowledged,
+/// so lines per request reads high by up to connections / answers: at
+/// most 1 % with this many. A machine too busy to load the server can
+/// leave a sample with a handful of answers (seen once in the test
+/// command: 2 lines per request where every run reads 1.00).
+const ANSWERS_PER_CONNECTION: u64 = 100;
+/// Samples taken, each twice as long as the one before, before a row
+/// whose samples stay short is refused.
+const SAMPLE_TRIES: u32 = 4;
+
+/// Whether `answers` on `connections` make a sample that counts lines
+/// per request (see [`ANSWERS_PER_CONNECTION`]).
+fn enough_answers(answers: u64, connections: u32) -> bool {
+    answers >= ANSWERS_PER_CONNECTION * u64::from(connections)
+}
+
+/// The row's sample, taken again twice as long while it has too few
+/// answers, [`SAMPLE_TRIES`] times at most.
+fn sample_enough(
     job: &Job,
     settings: &SinksSettings,
     facts: &mut RowFacts,
 ) -> anyhow::Result<(Vec<String>, u64)> {
+    let s = job.scenario;
+    let mut length = settings.sample;
+    for k in 1..=SAMPLE_TRIES {
+        let (lines, answers) = sample(job, length, facts)?;
+        if enough_answers(answers, s.connections) {
+            return Ok((lines, answers));
+        }
+        if k == SAMPLE_TRIES {
+            break;
+        }
+        eprintln!(
+            "  {} sample {k}: {answers} answers in {}, fewer than {ANSWERS_PER_CONNECTION} per connection: taken again, twice as long",
+            s.name,
+            humantime::format_duration(length)
+        );
+        length *= 2;
+    }
+    bail!(
+        "{}: {SAMPLE_TRIES} samples, the last {} long, each got fewer than {ANSWERS_PER_CONNECTION} answers per connection ({} connections): too few to count lines per request (is the machine busy?)",
+        s.name,
+        humantime::format_duration(length),
+        s.connections
+    )
+}
+
+fn sample(job: &Job, length: Duration, facts: &mut RowFacts) -> anyhow::Result<(Vec<String>, u64)> {
     let mut row = job.scenario.clone();
     // A server whose stdout is a terminal colours its lines (env_logger
     // sees a tty): 146 bytes where a file gets 110. The writer must write
@@ -224,7 +269,7 @@ fn sample(
         let bin = host.place_binary(run.loadgen)?;
         let timing = Timing {
             warmup: Duration::ZERO,
-            duration: settings.sample,
+            duration: length,
             start_at: None,
             turn: None,
         };
@@ -232,7 +277,7 @@ fn sample(
         let log = run.table_dir.join(format!("{}.sample.jsonl", row.name));
         let mut procs = [load::spawn(host, argv, &log)?];
         let limits = Limits {
-            deadline: settings.sample + Duration::from_secs(30),
+            deadline: length + Duration::from_secs(30),
             // Usage sampled often: the sample lasts a second or so.
             every: Duration::from_millis(100),
             poll: Duration::from_millis(50),
@@ -580,4 +625,21 @@ fn last_line(path: &PathBuf) -> String {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("(no output)")
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_counts_lines_per_request_only_with_a_hundred_answers_per_connection() {
+        // The test command's one bad sample: 4 connections, a handful of
+        // answers, each with a line in flight besides.
+        assert!(!enough_answers(4, 4));
+        assert!(!enough_answers(399, 4));
+        assert!(enough_answers(400, 4));
+        assert!(enough_answers(3604, 4));
+        assert!(!enough_answers(25_599, 256));
+        assert!(enough_answers(25_600, 256));
+    }
 }
