@@ -47,6 +47,23 @@ pub fn remote_script(pid: impl std::fmt::Display) -> String {
     )
 }
 
+/// The shell lines that wait, 5 s at most, for `file` on a remote host to
+/// hold a pid whose process runs its own program, and leave it in `$p`;
+/// `exit 0` (nothing printed, which reads as no thread) when none comes.
+/// The lines that start a reader write its pid before it execs, through
+/// `taskset` (`echo $$ >FILE; exec taskset ... script`), and run over a
+/// new ssh session: read at once, the file may not be there yet, or name
+/// a shell not yet placed.
+pub fn await_pid_file(file: &str) -> String {
+    format!(
+        "i=0; while [ $i -lt 100 ]; do p=$(cat {f} 2>/dev/null); \
+         if [ -n \"$p\" ]; then case $(cat /proc/$p/comm 2>/dev/null) in \
+         ''|sh|dash|bash|taskset) ;; *) break ;; esac; fi; \
+         sleep 0.05; i=$((i + 1)); done; [ $i -lt 100 ] || exit 0; ",
+        f = crate::place::ssh::quote(file)
+    )
+}
+
 /// The shell lines that print `PID TID CPULIST` for every thread of
 /// process `pid` alone (not its children) on a remote host.
 pub fn remote_process_script(pid: impl std::fmt::Display) -> String {
@@ -77,11 +94,7 @@ pub fn sshd_read(
     file: &str,
     wanted: Option<&str>,
 ) -> anyhow::Result<ReadCpus> {
-    let script = format!(
-        "p=$(cat {} 2>/dev/null); [ -n \"$p\" ] || exit 0; {}",
-        crate::place::ssh::quote(file),
-        remote_process_script("$p")
-    );
+    let script = format!("{}{}", await_pid_file(file), remote_process_script("$p"));
     Ok(from_lines("sshd", wanted, &ssh.run(&script)?))
 }
 
@@ -227,6 +240,36 @@ mod tests {
         for bad in ["", "x", "3-1", "1-"] {
             assert!(parse_list(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_pid_file_is_awaited_until_its_process_runs_its_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("reader");
+        let file = file.to_str().unwrap();
+        let run = |after: &str| {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("{}{after}", await_pid_file(file)))
+                .output()
+                .unwrap();
+            String::from_utf8(out.stdout).unwrap()
+        };
+        // Written late, by a shell that then becomes the reader: the
+        // script waits for both.
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "sleep 0.3; echo $$ >{file}; sleep 0.3; exec sleep 5"
+            ))
+            .spawn()
+            .unwrap();
+        let seen = run("echo $p $(cat /proc/$p/comm)");
+        assert_eq!(seen.trim(), format!("{} sleep", child.id()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // Gone: nothing, so the read finds no thread.
+        assert_eq!(run("echo found $p"), "");
     }
 
     #[test]

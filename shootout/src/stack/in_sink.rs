@@ -17,7 +17,6 @@ use crate::config::scenario::{Drawn, LogSink, Scenario};
 use crate::place::affinity::{self, ReadCpus};
 use crate::place::host::{reader_pid_file, Host, HostDir, Launch};
 use crate::place::placement::Placement;
-use crate::place::ssh::quote;
 use crate::stack::emulator::{self, Emulator};
 use crate::stack::server::{follow_file, ServerProc};
 use crate::stack::sink::Sink;
@@ -141,8 +140,8 @@ pub(crate) fn readers_cpus(
     out.extend(server.sshd_cpus(s.sshd_cpus.as_deref())?);
     if let Some(file) = reader_file {
         let script = format!(
-            "p=$(cat {} 2>/dev/null); [ -n \"$p\" ] || exit 0; {}",
-            quote(file),
+            "{}{}",
+            affinity::await_pid_file(file),
             affinity::remote_script("$p")
         );
         let lines = host.ssh()?.run(&script)?;
