@@ -236,6 +236,87 @@ pub fn across(sittings: &[Sitting]) -> Option<Across> {
     })
 }
 
+/// A comparison's drift over its sittings: the weighted least-squares
+/// slope of the log ratio on time, per `unit`, as a percentage, with its
+/// 95 % interval. Descriptive: the answer across sittings and the
+/// intervals for the next sitting treat sittings as exchangeable, and a
+/// drift is what they cannot see.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Trend {
+    pub pct: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// "hour" when the sittings span less than two days, else "day".
+    pub unit: &'static str,
+    pub span_hours: f64,
+}
+
+/// The drift of `sittings` (four or more, at distinct times), else none.
+/// Each sitting is weighed by its own error alone (a drift is part of
+/// what the between-sitting spread would take in), and the slope's error
+/// by the residuals' scatter where it exceeds those errors (t with k - 2
+/// degrees of freedom).
+pub fn trend(sittings: &[Sitting]) -> Option<Trend> {
+    let k = sittings.len();
+    if k < 4 {
+        return None;
+    }
+    let mut t = Vec::with_capacity(k);
+    for s in sittings {
+        let at = humantime::parse_rfc3339_weak(&s.date).ok()?;
+        if !s.se_log.is_finite() || s.se_log <= 0.0 {
+            return None;
+        }
+        t.push(at);
+    }
+    let first = *t.iter().min()?;
+    let hours: Vec<f64> = t
+        .iter()
+        .map(|at| {
+            at.duration_since(first)
+                .map_or(0.0, |d| d.as_secs_f64() / 3600.0)
+        })
+        .collect();
+    let span_hours = hours.iter().cloned().fold(0.0, f64::max);
+    let (unit, per) = if span_hours < 48.0 {
+        ("hour", 1.0)
+    } else {
+        ("day", 24.0)
+    };
+    let x: Vec<f64> = hours.iter().map(|h| h / per).collect();
+    let y: Vec<f64> = sittings.iter().map(|s| s.ratio.ln()).collect();
+    let w: Vec<f64> = sittings.iter().map(|s| 1.0 / s.se_log.powi(2)).collect();
+    let sw: f64 = w.iter().sum();
+    let xm = w.iter().zip(&x).map(|(w, x)| w * x).sum::<f64>() / sw;
+    let ym = w.iter().zip(&y).map(|(w, y)| w * y).sum::<f64>() / sw;
+    let sxx: f64 = w.iter().zip(&x).map(|(w, x)| w * (x - xm).powi(2)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let b = w
+        .iter()
+        .zip(x.iter().zip(&y))
+        .map(|(w, (x, y))| w * (x - xm) * (y - ym))
+        .sum::<f64>()
+        / sxx;
+    let scatter = w
+        .iter()
+        .zip(x.iter().zip(&y))
+        .map(|(w, (x, y))| w * (y - ym - b * (x - xm)).powi(2))
+        .sum::<f64>()
+        / (k as f64 - 2.0);
+    let se = (scatter.max(1.0) / sxx).sqrt();
+    let half = crate::stats::t_quantile(0.975, k as f64 - 2.0) * se;
+    let pct = |v: f64| v.exp_m1() * 100.0;
+    Some(Trend {
+        pct: pct(b),
+        lo: pct(b - half),
+        hi: pct(b + half),
+        unit,
+        span_hours,
+    })
+}
+
 /// Groups `answers` (identity, sitting) by identity, each group's
 /// sittings by date, with the answer across them.
 pub fn build(mut answers: Vec<(Identity, Sitting)>) -> History {
@@ -297,6 +378,31 @@ mod tests {
             se_log: Sitting::se_of(lo, hi, 7.0),
             next: None,
         }
+    }
+
+    #[test]
+    fn a_drift_over_sittings_is_found_and_a_steady_answer_is_not() {
+        let at = |h: u32, r: f64| {
+            let mut s = sitting("x", r, r * 0.97, r / 0.97);
+            s.date = format!("2026-11-27T{h:02}:00:00Z");
+            s
+        };
+        // ntex behind nginx on the Intel VM: 0.355, 0.343, 0.336, 0.327
+        // an hour apart, each about ±3 %.
+        let falling: Vec<Sitting> = [(20, 0.355), (21, 0.343), (22, 0.336), (23, 0.327)]
+            .into_iter()
+            .map(|(h, r)| at(h, r))
+            .collect();
+        let t = trend(&falling).unwrap();
+        assert_eq!(t.unit, "hour");
+        assert!(t.hi < 0.0 && (-4.0..-2.0).contains(&t.pct), "{t:?}");
+        let steady: Vec<Sitting> = [(20, 0.33), (21, 0.34), (22, 0.325), (23, 0.335)]
+            .into_iter()
+            .map(|(h, r)| at(h, r))
+            .collect();
+        let t = trend(&steady).unwrap();
+        assert!(t.lo < 0.0 && t.hi > 0.0, "{t:?}");
+        assert!(trend(&falling[..3]).is_none());
     }
 
     #[test]

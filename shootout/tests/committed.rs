@@ -229,6 +229,11 @@ fn history_prints_a_comparison_by_sitting_and_refuses_an_unknown_name() {
         text.contains("by their intervals for the next sitting") && text.contains("; next 0."),
         "{text}"
     );
+    // With four sittings or more, their drift over time.
+    assert!(
+        text.contains("\n  trend: ") && text.contains(" % per "),
+        "{text}"
+    );
     let out = run(&["no-such-row"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -162,5 +162,21 @@ pub fn lines(c: &Comparison) -> Vec<String> {
             x.tau_log * 100.0
         ));
     }
+    if let Some(t) = analysis::history::trend(&c.sittings) {
+        let note = if t.lo > 0.0 || t.hi < 0.0 {
+            "; it drifts, which the answer across sittings does not model"
+        } else {
+            ""
+        };
+        out.push(format!(
+            "  trend: {:+.1} % per {unit} ({:+.1} to {:+.1}) over {} sittings in {:.1} {unit}s{note}",
+            t.pct,
+            t.lo,
+            t.hi,
+            c.sittings.len(),
+            t.span_hours / if t.unit == "hour" { 1.0 } else { 24.0 },
+            unit = t.unit,
+        ));
+    }
     out
 }
