@@ -14,7 +14,7 @@ use support::{scratch, Hosts};
 
 fn scenario(hosts_toml: &str, rows: &str) -> String {
     format!(
-        "title = \"multihost\"\n\n{hosts_toml}\n[defaults]\nrequest = \"post\"\nconnections = 6\nwarmup = \"1s\"\nduration = \"2s\"\n\n{rows}"
+        "title = \"multihost\"\n\n{hosts_toml}\n[defaults]\nrequest = \"post\"\nconnections = 6\nwarmup = \"1s\"\nduration = \"1s\"\n\n{rows}"
     )
 }
 
@@ -248,7 +248,7 @@ fn two_load_hosts_through_a_proxy_host_end_to_end() {
 fn a_load_host_lost_mid_run_is_named_and_nothing_is_left() {
     let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server proxy load1 load2", 4);
-    let rows = ROWS.replace("name = \"direct\"", "name = \"direct\"\nduration = \"20s\"");
+    let rows = ROWS.replace("name = \"direct\"", "name = \"direct\"\nduration = \"10s\"");
     let file = scenario_file(dir.path(), "lost.toml", &rows);
     let mut child = shootout(&file, &dir.path().join("results"), &[]);
     // Wait until load2's loadgen runs, then take load2 away.
@@ -332,8 +332,8 @@ design = "paired"
 {hosts_toml}
 [paired]
 schedule = "duet"
-block = "2s"
-settle = "1s"
+block = "1s"
+settle = "500ms"
 blocks = 4
 
 [defaults]

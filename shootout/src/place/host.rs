@@ -382,20 +382,23 @@ impl Host {
         }
     }
 
-    /// True when `addr` accepts a connection from this host.
-    pub fn accepts(&self, addr: SocketAddr) -> bool {
+    /// Whether `addr` accepts a connection from this host; an error when a
+    /// remote host itself cannot be reached (its ssh fails), so that a lost
+    /// host is named at once rather than probed until a deadline.
+    pub fn accepts(&self, addr: SocketAddr) -> anyhow::Result<bool> {
         match self {
-            Host::Remote(s) => s
+            Host::Remote(s) => Ok(s
                 .run(&format!(
                     "timeout 2 bash -c {} 2>/dev/null && echo yes || echo no",
                     quote(&format!("exec 3<>/dev/tcp/{}/{}", addr.ip(), addr.port()))
-                ))
-                .is_ok_and(|o| o.trim() == "yes"),
-            _ => self
+                ))?
+                .trim()
+                == "yes"),
+            _ => Ok(self
                 .within(move || {
                     TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
                 })
-                .unwrap_or(false),
+                .unwrap_or(false)),
         }
     }
 
@@ -403,7 +406,7 @@ impl Host {
     pub fn wait_port(&self, addr: SocketAddr) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
-            if self.accepts(addr) {
+            if self.accepts(addr)? {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));

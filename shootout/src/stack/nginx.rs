@@ -94,7 +94,7 @@ pub fn start(
         })?;
         let deadline = Instant::now() + Duration::from_secs(20);
         while proc_.try_wait().is_none() && Instant::now() < deadline {
-            if host.accepts(listen) {
+            if host.accepts(listen)? {
                 return Ok((proc_, listen));
             }
             std::thread::sleep(Duration::from_millis(50));
