@@ -10,7 +10,7 @@ use std::time::Duration;
 use shootout::place::ssh::{check_offset, Session};
 
 mod support;
-use support::{built, control_dir, scratch, Hosts};
+use support::{control_dir, dev_actix_server, dev_loadgen, scratch, Hosts};
 
 fn local(cmd: &str, args: &[&str]) -> String {
     let out = Command::new(cmd).args(args).output().unwrap();
@@ -181,8 +181,8 @@ fn a_server_and_two_loadgens_on_three_hosts() {
         |name: &str, i: u32| Session::open(&hosts.host(name, i), &settings, &control).unwrap();
     let (server, load1, load2) = (open("server", 1), open("load1", 2), open("load2", 3));
 
-    let target = built(&["shootout-actix", "loadgen"]);
-    let (server_bin, _) = server.upload(&target.join("actix-server")).unwrap();
+    let (server_bin, _) = server.upload(&dev_actix_server()).unwrap();
+    let loadgen = dev_loadgen();
     let addr = hosts.host("server", 1).address;
     let argv = [
         server_bin,
@@ -204,7 +204,7 @@ fn a_server_and_two_loadgens_on_three_hosts() {
 
     let mut bins = Vec::new();
     for session in [&load1, &load2] {
-        let (bin, copied) = session.upload(&target.join("loadgen")).unwrap();
+        let (bin, copied) = session.upload(&loadgen).unwrap();
         assert!(copied);
         bins.push(bin);
     }
@@ -306,7 +306,7 @@ fn one_host_seam_here_in_a_namespace_and_over_ssh() {
     let control = control_dir(dir.path());
     let server = hosts.host("server", 1);
     let session = Session::open(&server, &hosts.settings(), &control).unwrap();
-    let bin = built(&["shootout-actix"]).join("actix-server");
+    let bin = dev_actix_server();
     let ns = format!("{}-server", hosts.prefix);
     assert!(hosts.namespaces().contains(&ns), "{:?}", hosts.namespaces());
 

@@ -1,10 +1,10 @@
-//! `shootout sink-writer LINES --for D [--settle S] --report PATH` (hidden): the writer
+//! `shootout sink-writer LINES --for D [--settle S] [--after FILE] --report PATH` (hidden): the writer
 //! of the sinks design. It stands in for a server's logger: it writes the
 //! lines of LINES (a server's own log lines, sampled) to stdout over and
 //! over, one `write(2)` per line through Rust's line-buffered stdout (as
 //! env_logger does: it formats a record into a buffer and writes it with
 //! one call), for S uncounted and then D, then writes what it wrote in D
-//! to PATH.
+//! to PATH. With `--after FILE` it writes nothing until FILE exists.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -33,10 +33,19 @@ pub(super) struct Args {
     /// different rate). None by default: as fast as the sink takes them.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
     gap: Duration,
+    /// Write nothing until this file exists (30 s at most, then fail): the
+    /// runner creates it once it has read back where the sink's reader
+    /// runs, which it can only do while the reader (and so this writer)
+    /// still runs.
+    #[arg(long)]
+    after: Option<PathBuf>,
     /// Where to write the report (JSON: lines, bytes, seconds).
     #[arg(long)]
     report: PathBuf,
 }
+
+/// How long `--after` waits for its file.
+const AFTER_WAIT: Duration = Duration::from_secs(30);
 
 /// What one writer wrote: `shootout::design::sinks` reads it back.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -70,6 +79,19 @@ fn write_lines(a: &Args) -> anyhow::Result<()> {
         .collect();
     if lines.is_empty() {
         bail!("{}: no line to write", a.lines.display());
+    }
+    if let Some(after) = &a.after {
+        let waited = Instant::now();
+        while !after.exists() {
+            if waited.elapsed() >= AFTER_WAIT {
+                bail!(
+                    "{} did not appear within {}",
+                    after.display(),
+                    humantime::format_duration(AFTER_WAIT)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
     let mut out = std::io::stdout().lock();
     let (mut n, mut bytes) = (0u64, 0u64);

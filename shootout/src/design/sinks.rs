@@ -561,13 +561,19 @@ fn drain_on_host(
     let there = format!("{}/lines.txt", files.path);
     host.write_file(&there, &text)?;
     let report = format!("{}/report.json", files.path);
-    let argv = writer_argv(job, settings, exe, there, report.clone());
+    let mut argv = writer_argv(job, settings, exe, there, report.clone());
+    // The writer waits for this file: the reader lives only as long as the
+    // writer, and reading it back takes a new ssh command, which on a
+    // loaded machine can outlast a short run.
+    let go = format!("{}/go", files.path);
+    argv.extend(["--after".into(), go.clone()]);
     let mut w = in_sink::start(job.scenario, &tmp, place, argv, &files)?;
     // `cat` or `script` there on the row's sink CPUs, read back before
-    // anything counts.
+    // anything is written.
     for read in w.reader_cpus(job.scenario, host)? {
         read.check()?;
     }
+    host.write_file(&go, b"")?;
     let deadline = settings.settle + settings.length + Duration::from_secs(60);
     let stopping = || job.run.stopping();
     let status = until(deadline, &stopping, || w.proc_.try_wait());

@@ -181,23 +181,22 @@ pub fn control_dir(dir: &Path) -> PathBuf {
     control
 }
 
-/// Builds `packages` (dev profile); the directory their binaries are in.
-pub fn built(packages: &[&str]) -> PathBuf {
-    let root = root();
-    let mut args = vec!["build", "--quiet"];
-    for p in packages {
-        args.extend(["-p", p]);
-    }
-    let status = Command::new("cargo")
-        .current_dir(&root)
-        .args(&args)
-        .status()
-        .unwrap();
-    assert!(status.success(), "cargo build {packages:?}");
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
-        .join("debug")
+/// actix-server's dev build as the runner builds it (the variant builder,
+/// with its shared dependencies): the same binary `scripts/test-variants`
+/// built before the tests, so no test builds the server stack again under
+/// other features.
+pub fn dev_actix_server() -> PathBuf {
+    let variant = variants::Variant::from_name("actix-server").expect("a variant name");
+    variants::Builder::new(variants::Profile::Dev)
+        .server(&variant)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// loadgen's dev build, as the runner builds it.
+pub fn dev_loadgen() -> PathBuf {
+    variants::Builder::new(variants::Profile::Dev)
+        .loadgen()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Where this checkout's runner keeps its server builds: another
