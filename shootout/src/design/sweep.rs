@@ -486,7 +486,7 @@ impl Stepper<'_, '_> {
         let started = Instant::now();
         let settle = self.settings.settle;
         let mut cpu_at_settle = None;
-        let mut usage = None;
+        let mut usage: Option<Usage> = None;
         let limits = Limits {
             deadline: settle + duration + Duration::from_secs(30),
             every: Duration::from_millis(100),
@@ -504,8 +504,10 @@ impl Stepper<'_, '_> {
                 if placed.is_none() {
                     placed = Some(procs[0].read_cpus("loadgen", s.loadgen_cpus.as_deref()));
                 }
+                // A reading as the loadgen ends (a zombie has no memory
+                // figures left) keeps the peak read before.
                 if let Some(u) = procs[0].usage() {
-                    usage = Some(u);
+                    usage = Some(usage.map_or(u, |before| before.updated(u)));
                 }
                 if cpu_at_settle.is_none() && t >= settle {
                     cpu_at_settle = Some(server_cpu(stack));
