@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::str::FromStr;
 
+use crate::prebuilt::Prebuilt;
 use crate::Variant;
 
 /// The feature every dev build of a variant adds (never a release build):
@@ -104,7 +105,10 @@ pub enum BuildError {
 }
 
 impl BuildError {
-    fn file(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
+    pub(crate) fn file(
+        action: &'static str,
+        path: &Path,
+    ) -> impl FnOnce(std::io::Error) -> BuildError {
         let path = path.to_path_buf();
         move |error| BuildError::File {
             action,
@@ -145,6 +149,16 @@ impl Builder {
     pub fn server(&self, variant: &Variant) -> Result<PathBuf, BuildError> {
         let server = variant.server;
         let target = variant.libc.target();
+        let copy = self.copy_of(variant);
+        let dir = copy.parent().expect("a copy is in a directory");
+        // Built from this tree before the tests (`scripts/test`): the
+        // copy as it is, without a cargo call (prebuilt.rs).
+        let prebuilt = Prebuilt::from_env()?;
+        if let Some(prebuilt) = &prebuilt {
+            if let Some(copy) = self.prebuilt_copy(prebuilt, variant)? {
+                return Ok(copy);
+            }
+        }
         // From the build to the copy, no other builder may build: another
         // variant of the same package would replace cargo's output in between.
         let _lock = self.lock()?;
@@ -169,19 +183,40 @@ impl Builder {
             None => self.target.join(self.profile.dir()),
         };
         let built = out.join(server.binary());
-        let dir = self
-            .target
-            .join("shootout")
-            .join(self.profile.dir())
-            .join(variant.name());
-        std::fs::create_dir_all(&dir).map_err(BuildError::file("creating", &dir))?;
-        let copy = dir.join(server.binary());
+        std::fs::create_dir_all(dir).map_err(BuildError::file("creating", dir))?;
         // Copy to a temporary name and rename, so that a running copy is
         // never overwritten in place.
         let tmp = dir.join(format!(".tmp-{}", std::process::id()));
         std::fs::copy(&built, &tmp).map_err(BuildError::file("copying", &built))?;
         std::fs::rename(&tmp, &copy).map_err(BuildError::file("placing", &copy))?;
+        if let Some(prebuilt) = &prebuilt {
+            prebuilt.record_use(&variant.name())?;
+        }
         Ok(copy)
+    }
+
+    /// Where `variant`'s own copy of its binary lives.
+    fn copy_of(&self, variant: &Variant) -> PathBuf {
+        self.target
+            .join("shootout")
+            .join(self.profile.dir())
+            .join(variant.name())
+            .join(variant.server.binary())
+    }
+
+    /// `variant`'s copy, if `prebuilt` lists it and it is there (dev
+    /// builds only: the list names what `scripts/test-variants` built).
+    fn prebuilt_copy(
+        &self,
+        prebuilt: &Prebuilt,
+        variant: &Variant,
+    ) -> Result<Option<PathBuf>, BuildError> {
+        let copy = self.copy_of(variant);
+        if self.profile != Profile::Dev || !prebuilt.has(&variant.name()) || !copy.is_file() {
+            return Ok(None);
+        }
+        prebuilt.record_use(&variant.name())?;
+        Ok(Some(copy))
     }
 
     /// cargo's arguments for `variant` (from `manifest` when it is built
@@ -213,6 +248,12 @@ impl Builder {
 
     /// Builds loadgen and returns its binary.
     pub fn loadgen(&self) -> Result<PathBuf, BuildError> {
+        let built = self.target.join(self.profile.dir()).join("loadgen");
+        if let Some(prebuilt) = Prebuilt::from_env()? {
+            if self.profile == Profile::Dev && prebuilt.has("loadgen") && built.is_file() {
+                return Ok(built);
+            }
+        }
         self.cargo(&[
             "build",
             "--profile",
@@ -221,7 +262,7 @@ impl Builder {
             "-p",
             "loadgen",
         ])?;
-        Ok(self.target.join(self.profile.dir()).join("loadgen"))
+        Ok(built)
     }
 
     fn cargo(&self, args: &[&str]) -> Result<(), BuildError> {
@@ -298,6 +339,39 @@ mod tests {
             let msg = e.to_string();
             assert!(msg.starts_with(part) && !msg.contains('\n'), "{msg}");
         }
+    }
+
+    #[test]
+    fn a_prebuilt_dev_copy_is_taken_only_when_listed_and_there() {
+        use crate::Server;
+        let target = std::env::temp_dir().join(format!("prebuilt-builder-{}", std::process::id()));
+        let dev = Builder::with_target("/w".into(), target.clone(), Profile::Dev);
+        let release = Builder::with_target("/w".into(), target.clone(), Profile::Release);
+        let listed = Variant::new(Server::Actix, ["global-counter"]);
+        let missing = Variant::new(Server::Ntex, [""; 0]);
+        let unlisted = Variant::new(Server::Actix, [""; 0]);
+        for v in [&listed, &unlisted] {
+            for b in [&dev, &release] {
+                let copy = b.copy_of(v);
+                std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+                std::fs::write(&copy, "binary").unwrap();
+            }
+        }
+        let list = target.join("list");
+        std::fs::write(&list, format!("{}\n{}\n", listed.name(), missing.name())).unwrap();
+        let prebuilt = Prebuilt::read(&list).unwrap();
+        let copy = dev.prebuilt_copy(&prebuilt, &listed).unwrap();
+        assert_eq!(
+            copy,
+            Some(target.join("shootout/debug/actix-server+global-counter/actix-server"))
+        );
+        for (b, v) in [(&release, &listed), (&dev, &missing), (&dev, &unlisted)] {
+            assert_eq!(b.prebuilt_copy(&prebuilt, v).unwrap(), None, "{}", v.name());
+        }
+        // Only what was handed out is recorded.
+        let used = std::fs::read_to_string(target.join("list.used")).unwrap();
+        assert_eq!(used, format!("{}\n", listed.name()));
+        std::fs::remove_dir_all(&target).unwrap();
     }
 
     #[test]

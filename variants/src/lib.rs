@@ -3,6 +3,7 @@
 
 mod build;
 mod patched;
+mod prebuilt;
 mod server;
 mod variant;
 
