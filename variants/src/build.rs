@@ -204,19 +204,26 @@ impl Builder {
             .join(variant.server.binary())
     }
 
-    /// `variant`'s copy, if `prebuilt` lists it and it is there (dev
-    /// builds only: the list names what `scripts/test-variants` built).
+    /// `variant`'s copy, if `prebuilt` lists it and it is there; the use
+    /// is recorded.
     fn prebuilt_copy(
         &self,
         prebuilt: &Prebuilt,
         variant: &Variant,
     ) -> Result<Option<PathBuf>, BuildError> {
         let copy = self.copy_of(variant);
-        if self.profile != Profile::Dev || !prebuilt.has(&variant.name()) || !copy.is_file() {
+        if !self.takes_prebuilt(prebuilt, &variant.name(), &copy) {
             return Ok(None);
         }
         prebuilt.record_use(&variant.name())?;
         Ok(Some(copy))
+    }
+
+    /// Whether `binary`, built as `name`, is taken as it is: dev builds
+    /// only (the list names what `scripts/test-variants` built), listed,
+    /// and there.
+    fn takes_prebuilt(&self, prebuilt: &Prebuilt, name: &str, binary: &Path) -> bool {
+        self.profile == Profile::Dev && prebuilt.has(name) && binary.is_file()
     }
 
     /// cargo's arguments for `variant` (from `manifest` when it is built
@@ -250,7 +257,7 @@ impl Builder {
     pub fn loadgen(&self) -> Result<PathBuf, BuildError> {
         let built = self.target.join(self.profile.dir()).join("loadgen");
         if let Some(prebuilt) = Prebuilt::from_env()? {
-            if self.profile == Profile::Dev && prebuilt.has("loadgen") && built.is_file() {
+            if self.takes_prebuilt(&prebuilt, "loadgen", &built) {
                 return Ok(built);
             }
         }
