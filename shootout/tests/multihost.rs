@@ -481,11 +481,15 @@ fn an_ssh_terminal_sink_runs_through_ssh_and_a_shaped_link() {
     } else {
         eprintln!("ssh-terminal test: xterm row left out (xterm or Xvfb missing)");
     }
-    // A second uncounted: the link's buffers (ssh's window, TCP's send
-    // buffer as it grows) fill before the count starts. After 300 ms, in
-    // a clean run's busy lanes, one run counted 1.92 MB in 1.06 s through
-    // the 1 MB/s link: the rest had gone into buffers still filling.
-    let file = ssh_sinks_file(dir.path(), "ssh-sinks.toml", ("1s", "1s"), &rows);
+    // A second uncounted, then three counted: the writer counts what its
+    // writes hand over, and the link's buffers (ssh's window, TCP's send
+    // buffer as autotuning grows it) take more than the link carries
+    // until they are full. In a clean run's busy lanes, after 300 ms one
+    // run counted 1.92 MB in 1.06 s through the 1 MB/s link; after 1 s,
+    // with the lanes' load beside it, 1.52 MB in 1.00 s. Over 3 s the
+    // same half megabyte of filling buffers stays well inside the bound
+    // below; the bound itself is unchanged.
+    let file = ssh_sinks_file(dir.path(), "ssh-sinks.toml", ("1s", "3s"), &rows);
     let (run, meta) = run_to_end(&file, dir.path());
     assert_eq!(meta["design"], "sinks");
     // The sink by the name the file gives it.
