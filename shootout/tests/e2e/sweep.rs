@@ -124,7 +124,7 @@ fn interleaved_searches_run_in_rounds_on_fresh_stacks() {
             let f = format!("{row}.search-1-{r}-01.jsonl");
             assert!(is_raw(&table.join(&f)), "{f}");
             // One bisection round pins every search at an end of its
-            // bracket (10 passes, 1,000,000 fails): it tries that end
+            // bracket (2 passes, 1,000,000 fails): it tries that end
             // again on its own stack, which settles it at once.
             let f = format!("{row}.search-1-{r}-02.jsonl");
             assert!(is_raw(&table.join(&f)), "{f}");
