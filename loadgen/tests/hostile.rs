@@ -26,7 +26,7 @@ enum Hostile {
     EndlessHead,
     /// A head promising 1 TB, then body bytes as fast as they are taken.
     EndlessLength,
-    /// A chunked body whose chunks never stop.
+    /// A chunked body whose chunks (64 bytes each) never stop.
     EndlessChunks,
     /// A body read until close, and the server never closes.
     EndlessUntilClose,
@@ -110,7 +110,13 @@ fn serve(mut stream: TcpStream, how: Hostile, written: &AtomicU64, stop: &Atomic
         Hostile::Garbage => (0..16384u32)
             .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
             .collect(),
-        Hostile::EndlessChunks => b"10\r\n0123456789abcdef\r\n".repeat(512),
+        // 64-byte chunks: many chunk heads to parse, and enough body per
+        // head that a dev-build loadgen reads far more than it holds even
+        // with both cores busy. 16-byte chunks read 240-290 MB alone and
+        // once 32.7 MB beside the other lanes (under 4x its 8.5 MB peak);
+        // 64-byte chunks 650-810 MB alone, 205-211 MB beside six busy
+        // loops (2026-11-28).
+        Hostile::EndlessChunks => [&b"40\r\n"[..], &[b'c'; 64], b"\r\n"].concat().repeat(256),
         _ => vec![b'x'; 16384],
     };
     let cap = match how {

@@ -83,9 +83,14 @@ impl Running {
         name: &str,
         wanted: Option<&str>,
     ) -> anyhow::Result<crate::place::affinity::ReadCpus> {
-        use crate::place::affinity::{from_lines, group_lines_here, remote_script};
+        use crate::place::affinity::{
+            await_exec_here, from_lines, group_lines_here, remote_script,
+        };
         let lines = match self {
-            Running::Here(p, _) => group_lines_here(p.pid()),
+            Running::Here(p, _) => {
+                await_exec_here(p.pid());
+                group_lines_here(p.pid())
+            }
             Running::There(r) => r.session().run(&remote_script(r.pid))?,
         };
         Ok(from_lines(name, wanted, &lines))
