@@ -235,3 +235,52 @@ fn sigint_ends_early_and_still_prints_the_summary() {
     assert!(stdout.contains("ms:"), "{stdout}");
     assert!(stdout.contains("Summary:"), "{stdout}");
 }
+
+#[test]
+fn a_late_wake_at_the_deadline_does_not_lengthen_the_last_interval() {
+    // loadgen stopped (SIGSTOP) from mid-way through its last interval
+    // until past its deadline: woken, it closes that interval at the
+    // deadline, not when it woke, so the interval's length and the
+    // summary's duration (2xx/s's denominator) stay the schedule's.
+    let server = TestServer::start(Behaviour::Ok);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args(["--format", "jsonl", "-d", "2s", "--interval", "1s"])
+        .args(["-c", "2", "--rate", "50", &server.url()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let first = lines.next().unwrap().unwrap();
+    let first: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(first["index"], 0, "{first}");
+    // The first record comes out at 1 s; stopped at about 1.4 s, woken at
+    // about 2.6 s, 0.6 s past the deadline.
+    std::thread::sleep(Duration::from_millis(400));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_millis(1200));
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
+    let rest: Vec<serde_json::Value> = lines
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{rest:?}");
+    let [last, summary] = rest.as_slice() else {
+        panic!("one interval and the summary: {rest:?}");
+    };
+    assert_eq!(last["index"], 1, "{last}");
+    // The two intervals run from the start to the 2 s deadline (the 1 s
+    // boundary between them wherever the first closed); before, the last
+    // ended at the wake-up, about 2.6 s from the start.
+    let lengths: f64 = [&first, last]
+        .iter()
+        .map(|r| r["length_ms"].as_f64().unwrap())
+        .sum();
+    assert!((lengths - 2000.0).abs() < 0.01, "{first} {last}");
+    assert_eq!(summary["type"], "summary", "{summary}");
+    let duration = summary["duration_s"].as_f64().unwrap();
+    assert!((duration - 2.0).abs() < 1e-5, "{summary}");
+}
