@@ -571,6 +571,8 @@ fn an_ssh_terminal_writer_killed_or_a_sigint_leaves_nothing() {
 fn logs_into_files_on_the_server_host() {
     let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server load1", 10);
+    // The file sink's row runs the tuned build conformance runs (its
+    // file-sink test: one access line per request), not one of its own.
     let rows = r#"
 [[scenario]]
 name = "stdout-file"
@@ -583,7 +585,7 @@ load_hosts = ["load1"]
 [[scenario]]
 name = "log-file"
 server = "ntex"
-features = ["log-file"]
+features = ["global-counter", "keepalive-os", "snmalloc", "no-alloc", "log-file"]
 server_host = "server"
 load_hosts = ["load1"]
 

@@ -325,6 +325,14 @@ mod tests {
             .unwrap();
         let pid = child.id() as i32;
         let comm = || std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+        // spawn returns once the child has its new memory, a moment
+        // before the kernel renames it: on a busy machine the first read
+        // can still see this test thread's name (a clean clone read
+        // `place::affinity`).
+        let named = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while comm().trim_end() != "taskset" && std::time::Instant::now() < named {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert_eq!(comm().trim_end(), "taskset");
         await_exec_here(pid);
         assert_eq!(comm().trim_end(), "sleep");
