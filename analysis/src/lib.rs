@@ -63,9 +63,11 @@ pub fn render(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
             "README.md".to_string(),
             export::MarkdownExporter.serialize(report)?,
         ),
+        // gzip'd: a sweep's summary runs to hundreds of KB of steps, and
+        // `raw::read` (`shootout history`, the runs index) reads either form.
         (
-            "summary.json".to_string(),
-            export::JsonExporter.serialize(report)?,
+            "summary.json.gz".to_string(),
+            raw::gzip(&export::JsonExporter.serialize(report)?)?,
         ),
     ];
     let charts = export::charts(report)?;
@@ -87,10 +89,20 @@ pub fn render_page_from_readme(dir: &Path) -> anyhow::Result<Vec<(String, Vec<u8
 }
 
 /// Writes the rendered files into `dir`, each through a temporary file and a
-/// rename, so a failure never leaves a half-written file.
+/// rename, so a failure never leaves a half-written file. A gzip'd file
+/// replaces its plain form (`summary.json` of a run rendered before
+/// 2026-11-29), which readers would otherwise take first.
 pub fn write_outputs(dir: &Path, files: &[(String, Vec<u8>)]) -> anyhow::Result<()> {
     for (name, bytes) in files {
         files::write_atomic(&dir.join(name), bytes)?;
+        if let Some(plain) = name.strip_suffix(".gz") {
+            match std::fs::remove_file(dir.join(plain)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(anyhow::Error::new(e).context(format!("removing {plain}")))
+                }
+                _ => {}
+            }
+        }
     }
     Ok(())
 }

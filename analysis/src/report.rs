@@ -57,7 +57,7 @@ pub struct Source {
     /// rendered outputs at its top (README.md, summary.json, index.html,
     /// the charts), so that rendering twice gives the same page.
     pub files: Vec<String>,
-    /// The raw record files packed in the run's `raw.tar.gz` (relative to
+    /// The raw record files packed in the run's archive (relative to
     /// the run directory, sorted).
     pub packed: Vec<String>,
     /// The comparisons of this run in `../history.json` (when the run sits
@@ -69,7 +69,7 @@ pub struct Source {
 impl Source {
     /// Reads `dir`'s name, meta.json and file list.
     pub fn read(dir: &std::path::Path) -> Source {
-        let meta = std::fs::read(dir.join("meta.json"))
+        let meta = crate::raw::read(&dir.join("meta.json"))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         let mut files = Vec::new();
@@ -84,7 +84,8 @@ impl Source {
                 } else if let Ok(rel) = p.strip_prefix(dir) {
                     let rel = rel.to_string_lossy().into_owned();
                     let rendered = !rel.contains('/')
-                        && (["README.md", "summary.json", "index.html"].contains(&rel.as_str())
+                        && (["README.md", "summary.json", "summary.json.gz", "index.html"]
+                            .contains(&rel.as_str())
                             || rel.ends_with(".svg"));
                     if !rel.starts_with('.') && !rendered {
                         files.push(rel);

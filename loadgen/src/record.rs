@@ -242,7 +242,7 @@ pub struct IntervalRecord {
     pub elapsed_s: f64,
     pub latency_us: IntervalLatency,
     /// This interval's latency histogram (µs) at 2 significant digits,
-    /// HdrHistogram V2 + DEFLATE in base64 ([`crate::histlog`]); absent in
+    /// HdrHistogram V2 in base64 ([`crate::histlog`]); absent in
     /// logs written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
