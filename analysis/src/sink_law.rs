@@ -293,7 +293,7 @@ fn table_dir(run: &Path, has: impl Fn(&Path) -> bool) -> anyhow::Result<PathBuf>
 /// that table's `table.toml`.
 fn served_run(served: &Path) -> anyhow::Result<(Meta, PathBuf, crate::input::TableSpec)> {
     let meta: Meta = serde_json::from_slice(
-        &std::fs::read(served.join("meta.json"))
+        &crate::raw::read(&served.join("meta.json"))
             .with_context(|| format!("reading {}/meta.json", served.display()))?,
     )
     .with_context(|| format!("{}/meta.json", served.display()))?;

@@ -124,7 +124,7 @@ fn rendered_markdown_snapshot() {
         names,
         [
             "README.md",
-            "summary.json",
+            "summary.json.gz",
             "loadgen-rps-over-time.svg",
             "loadgen-rps-ci.svg",
             "original-rps-over-time.svg",
@@ -230,7 +230,7 @@ fn the_cli_writes_readme_summary_and_charts() {
     analysis_cli(&[dir.path().as_os_str()]);
     for f in [
         "README.md",
-        "summary.json",
+        "summary.json.gz",
         "original-rps-ci.svg",
         "loadgen-rps-over-time.svg",
     ] {
@@ -342,7 +342,7 @@ fn committed_results_match_their_raw_logs() {
     let mut checked = 0;
     for entry in std::fs::read_dir(&results).unwrap() {
         let dir = entry.unwrap().path();
-        let Ok(meta) = std::fs::read(dir.join("meta.json")) else {
+        let Ok(meta) = analysis::raw::read(&dir.join("meta.json")) else {
             continue;
         };
         let meta: serde_json::Value = serde_json::from_slice(&meta).unwrap();
@@ -356,7 +356,7 @@ fn committed_results_match_their_raw_logs() {
         let files = analysis::render(&report.unwrap()).unwrap();
         for (name, bytes) in files
             .iter()
-            .filter(|(n, _)| ["README.md", "summary.json", "index.html"].contains(&n.as_str()))
+            .filter(|(n, _)| ["README.md", "summary.json.gz", "index.html"].contains(&n.as_str()))
         {
             let committed = std::fs::read(dir.join(name)).unwrap();
             assert!(

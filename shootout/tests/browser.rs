@@ -4,8 +4,9 @@
 //! get their page rebuilt by `shootout report`, then each page is opened
 //! from `file://` at 390 px and at 1280 px wide. Fails on any console error,
 //! uncaught exception or failed resource; checks that the page fetches
-//! nothing, that its tables hold the figures of `summary.json`, that every
-//! chart has a size, and that nothing widens the page past the window.
+//! nothing but its own charts (SVG files beside it), that every one of
+//! those loaded, that its tables hold the figures of `summary.json`, that
+//! every chart has a size, and that nothing widens the page past the window.
 //!
 //! chromium is installed by `shootout setup --all` (CI runs it first); a
 //! machine without it fails this test with that command, it does not skip.
@@ -94,8 +95,11 @@ fn browser() -> Browser {
 const PROBE: &str = r#"JSON.stringify({
   inner: window.innerWidth,
   scroll: document.documentElement.scrollWidth,
-  fetches: document.querySelectorAll('[src], link[href], iframe, object, embed').length,
-  svgs: [...document.querySelectorAll('svg')].map(s => {
+  fetches: [...document.querySelectorAll('[src], link[href], iframe, object, embed')]
+    .filter(e => !(e.tagName == 'IMG' && /^[^/:]+\.svg$/.test(e.getAttribute('src')))).length,
+  unloaded: [...document.querySelectorAll('img')]
+    .filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src')),
+  svgs: [...document.querySelectorAll('svg, img')].map(s => {
     const r = s.getBoundingClientRect(); return [r.width, r.height];
   }),
   forests: [...document.querySelectorAll('svg.forest')].map(s => {
@@ -128,7 +132,7 @@ fn open(browser: &mut Browser, page: &Path, width: u32) -> (serde_json::Value, V
 /// The figures of a run's summary.json that its page's tables must hold.
 fn check_figures(dir: &Path, probe: &serde_json::Value) {
     let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+        serde_json::from_slice(&analysis::raw::read(&dir.join("summary.json")).unwrap()).unwrap();
     let cells: Vec<&str> = probe["cells"]
         .as_array()
         .unwrap()
@@ -246,6 +250,7 @@ fn every_kind_of_run_report_opens_cleanly_in_chromium_at_phone_and_desktop_width
             let at = format!("{kind} at {width} px");
             assert!(errors.is_empty(), "{at}: {errors:?}");
             assert_eq!(probe["fetches"], 0, "{at}: the page loads something");
+            assert_eq!(probe["unloaded"], serde_json::json!([]), "{at}: a chart did not load");
             assert_eq!(probe["inner"], width, "{at}: the viewport");
             assert!(
                 probe["scroll"].as_u64() <= probe["inner"].as_u64(),
@@ -322,6 +327,7 @@ fn the_index_of_runs_opens_cleanly_and_filters_at_phone_and_desktop_width() {
             |design: &str, comparison: &str| shown(&mut browser, &mut tab, design, comparison);
         assert!(errors.is_empty(), "{at}: {errors:?}");
         assert_eq!(probe["fetches"], 0, "{at}: the page loads something");
+            assert_eq!(probe["unloaded"], serde_json::json!([]), "{at}: a chart did not load");
         assert!(
             probe["scroll"].as_u64() <= probe["inner"].as_u64(),
             "{at}: the page is wider than the window: {} > {}",

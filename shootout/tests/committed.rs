@@ -21,8 +21,9 @@ fn runs() -> Vec<PathBuf> {
     dirs
 }
 
-/// Every committed run keeps its raw records packed in its `raw.tar.gz`
-/// (none loose), and the archive reads whole.
+/// Every committed run keeps its raw records packed in its `raw.tar.xz`
+/// (none loose, no gzip'd archive of before 2026-11-29 left), and the
+/// archive reads whole.
 #[test]
 fn every_committed_run_keeps_its_raw_records_packed() {
     let mut loose = Vec::new();
@@ -35,6 +36,11 @@ fn every_committed_run_keeps_its_raw_records_packed() {
                 loose.push(f.display().to_string());
             }
         }
+        assert!(
+            !dir.join(analysis::raw::OLD_ARCHIVE).exists(),
+            "{}: an old gzip'd archive: `shootout report --pack` turns it into xz",
+            dir.display()
+        );
         let names = analysis::raw::packed(&dir).unwrap();
         assert!(
             names.iter().all(|n| analysis::raw::is_raw(n)),
@@ -51,7 +57,7 @@ fn every_committed_run_keeps_its_raw_records_packed() {
 fn every_results_directory_has_its_meta_json_with_git_dirty() {
     let mut missing = Vec::new();
     for dir in runs() {
-        let Ok(bytes) = std::fs::read(dir.join("meta.json")) else {
+        let Ok(bytes) = analysis::raw::read(&dir.join("meta.json")) else {
             missing.push(format!("{}: no meta.json", dir.display()));
             continue;
         };
@@ -87,7 +93,7 @@ fn committed_calibrations_match_their_raw_logs() {
 fn committed_script_runs_render_from_their_raw_files() {
     let mut checked = 0;
     for dir in runs() {
-        let Ok(bytes) = std::fs::read(dir.join("meta.json")) else {
+        let Ok(bytes) = analysis::raw::read(&dir.join("meta.json")) else {
             continue;
         };
         let meta: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
@@ -337,7 +343,7 @@ fn the_index_of_runs_is_current_and_lists_every_run() {
         "results/index.html is stale: run `cargo run -p shootout -- report` on any run under results/"
     );
     for dir in std::fs::read_dir(&results).unwrap().flatten() {
-        if dir.path().join("meta.json").is_file() {
+        if analysis::raw::is_file(&dir.path().join("meta.json")) {
             let name = dir.file_name().to_string_lossy().into_owned();
             assert!(
                 page.contains(&format!("href=\"{name}/")),

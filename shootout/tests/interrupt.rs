@@ -230,7 +230,7 @@ fn sigint_at_each_stage_leaves_nothing_running_and_no_half_file() {
         }
         assert_eq!(runs.len(), 1, "{stage}");
         let meta: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(runs[0].join("meta.json")).unwrap()).unwrap();
+            serde_json::from_slice(&analysis::raw::read(&runs[0].join("meta.json")).unwrap()).unwrap();
         assert_eq!(meta["interrupted"], true, "{stage}: {meta}");
         let row = &meta["rows"][0];
         let log = runs[0].join("stages/row.jsonl");
@@ -281,7 +281,7 @@ fn a_block_whose_server_left_its_cpus_is_not_recorded() {
     let runs = runs(&out);
     assert_eq!(runs.len(), 1);
     let meta: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(runs[0].join("meta.json")).unwrap()).unwrap();
+        serde_json::from_slice(&analysis::raw::read(&runs[0].join("meta.json")).unwrap()).unwrap();
     let error = meta["paired"][0]["error"].as_str().unwrap_or_default();
     assert!(
         error.contains("the server runs on CPUs 0 where the scenario says 1: not recorded"),
@@ -315,7 +315,7 @@ fn a_sequential_row_whose_server_left_its_cpus_fails_before_its_load() {
     let runs = runs(&out);
     assert_eq!(runs.len(), 1);
     let meta: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(runs[0].join("meta.json")).unwrap()).unwrap();
+        serde_json::from_slice(&analysis::raw::read(&runs[0].join("meta.json")).unwrap()).unwrap();
     let error = meta["rows"][0]["error"].as_str().unwrap_or_default();
     assert!(
         error.contains("the server runs on CPUs 0 where the scenario says 1: not recorded"),

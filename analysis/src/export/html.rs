@@ -1,11 +1,14 @@
-//! `index.html`: one self-contained page per run, to open in a browser from
-//! the run directory (`file://`), on a phone or a desktop. No network: the
-//! CSS is inline and every chart is the run's own SVG, inlined.
+//! `index.html`: one page per run, to open in a browser from the run
+//! directory (`file://`), on a phone or a desktop. No network: the CSS is
+//! inline, the answers' forest plots are inline SVG, and the README's charts
+//! are the run's own SVG files beside the page, shown as images (inlined,
+//! they doubled every chart's bytes in `results/`: 5.5 of its 129 MiB on
+//! 2026-11-29).
 //!
 //! Order: what the run decides first (the answer lines of every paired
 //! table), then per comparison its ratios with their intervals, CPU per
 //! request and latency percentiles, then the whole README (every table,
-//! with its charts inlined where the README links them), then the machine
+//! with its charts where the README links them), then the machine
 //! and commit from `meta.json` and links to the raw files.
 
 use std::fmt::Write;
@@ -348,29 +351,40 @@ fn latency_cells(l: &RowLatency) -> String {
     )
 }
 
-/// Markdown to HTML; an image whose file is one of `charts` becomes that
-/// SVG inline, any other image its alt text (nothing is fetched); tables
-/// scroll sideways on a narrow screen instead of widening the page.
+/// Markdown to HTML; an image whose file is one of `charts` (a file the
+/// page's folder holds) becomes that image at its own size, any other image
+/// its alt text (nothing is fetched from elsewhere); tables scroll sideways
+/// on a narrow screen instead of widening the page.
 fn markdown(text: &str, charts: &[(String, Vec<u8>)]) -> String {
     let mut events = Vec::new();
-    let mut in_image: Option<String> = None;
+    let mut in_image: Option<(String, String)> = None;
     for e in Parser::new_ext(text, Options::ENABLE_TABLES) {
-        match (&in_image, e) {
+        match (&mut in_image, e) {
             (None, Event::Start(Tag::Image { dest_url, .. })) => {
-                in_image = Some(dest_url.to_string());
+                in_image = Some((dest_url.to_string(), String::new()));
             }
-            (Some(url), Event::End(TagEnd::Image)) => {
-                let svg = charts
+            (Some((url, alt)), Event::End(TagEnd::Image)) => {
+                let size = charts
                     .iter()
                     .find(|(n, _)| n == url)
-                    .map(|(_, b)| inline_svg(&String::from_utf8_lossy(b)));
-                let html = match svg {
-                    Some(svg) => format!("<figure>{svg}</figure>"),
+                    .map(|(_, b)| svg_size(&String::from_utf8_lossy(b)));
+                let html = match size {
+                    Some(Some((w, h))) => format!(
+                        "<figure><img src=\"{}\" alt=\"{}\" width=\"{w}\" height=\"{h}\"></figure>",
+                        esc(url),
+                        esc(alt)
+                    ),
+                    Some(None) => format!(
+                        "<figure><img src=\"{}\" alt=\"{}\"></figure>",
+                        esc(url),
+                        esc(alt)
+                    ),
                     None => format!("<span class=\"note\">(chart {})</span>", esc(url)),
                 };
                 events.push(Event::Html(html.into()));
                 in_image = None;
             }
+            (Some((_, alt)), Event::Text(t)) => alt.push_str(&t),
             (Some(_), _) => {}
             (None, Event::Start(Tag::Table(a))) => {
                 events.push(Event::Html("<div class=\"scroll\">".into()));
@@ -388,24 +402,16 @@ fn markdown(text: &str, charts: &[(String, Vec<u8>)]) -> String {
     html
 }
 
-/// An SVG file as an inline element: no XML prolog, and a viewBox so that
-/// it scales to the page's width.
-pub fn inline_svg(svg: &str) -> String {
-    let start = svg.find("<svg").unwrap_or(0);
-    let svg = &svg[start..];
-    if svg.contains("viewBox") {
-        return svg.to_string();
-    }
-    let attr = |name: &str| -> Option<String> {
-        let tag_end = svg.find('>')?;
-        let tag = &svg[..tag_end];
+/// An SVG file's width and height from its root element, so that the page
+/// keeps the chart's place while it loads.
+fn svg_size(svg: &str) -> Option<(u32, u32)> {
+    let start = svg.find("<svg")?;
+    let tag = &svg[start..start + svg[start..].find('>')?];
+    let attr = |name: &str| -> Option<u32> {
         let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
-        Some(tag[at..].split('"').next()?.to_string())
+        tag[at..].split('"').next()?.parse().ok()
     };
-    match (attr("width"), attr("height")) {
-        (Some(w), Some(h)) => svg.replacen("<svg", &format!("<svg viewBox=\"0 0 {w} {h}\""), 1),
-        _ => svg.to_string(),
-    }
+    Some((attr("width")?, attr("height")?))
 }
 
 fn machine_section(out: &mut String, src: &Source) {
@@ -437,10 +443,15 @@ fn machine_section(out: &mut String, src: &Source) {
         };
         let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&text));
     }
+    // A finished run's is gzip'd (`raw::pack`); an interrupted one's not.
+    let name = match src.files.iter().any(|f| f == "meta.json.gz") {
+        true => "meta.json.gz",
+        false => "meta.json",
+    };
     let _ = writeln!(
         out,
         "</tbody></table></div>\n<p class=\"note\">Everything else is in \
-         <a href=\"meta.json\">meta.json</a>.</p></section>"
+         <a href=\"{name}\">{name}</a>.</p></section>"
     );
 }
 
@@ -480,22 +491,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn charts_are_inlined_with_a_viewbox_and_nothing_is_fetched() {
+    fn the_runs_charts_are_images_at_their_size_and_nothing_else_is_fetched() {
         let charts = vec![(
             "a.svg".to_string(),
             b"<?xml version=\"1.0\"?>\n<svg width=\"960\" height=\"480\" xmlns=\"x\"></svg>"
                 .to_vec(),
         )];
         let html = markdown(
-            "# T\n\n![chart](a.svg)\n\n![other](b.svg)\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
+            "# T\n\n![chart & more](a.svg)\n\n![other](b.svg)\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
             &charts,
         );
         assert!(
-            html.contains("<figure><svg viewBox=\"0 0 960 480\" width=\"960\""),
+            html.contains(
+                "<figure><img src=\"a.svg\" alt=\"chart &amp; more\" width=\"960\" height=\"480\"></figure>"
+            ),
             "{html}"
         );
-        assert!(!html.contains("<?xml"));
-        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("<svg"), "{html}");
+        assert!(!html.contains("b.svg\""), "{html}");
         assert!(html.contains("(chart b.svg)"));
         assert!(html.contains("<div class=\"scroll\"><table>"), "{html}");
     }

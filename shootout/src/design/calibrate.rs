@@ -439,7 +439,7 @@ struct RecordFacts {
 pub fn recompute(dir: &Path) -> anyhow::Result<Calibration> {
     let path = dir.join("meta.json");
     let meta: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+        &analysis::raw::read(&path).with_context(|| format!("reading {}", path.display()))?,
     )
     .with_context(|| format!("parsing {}", path.display()))?;
     let text = |v: &serde_json::Value| v.as_str().map(str::to_string);

@@ -147,7 +147,7 @@ pub fn run_file(
     for f in analysis::files::unfinished(&dir) {
         let _ = std::fs::remove_file(f);
     }
-    if result.is_err() && !dir.join("meta.json").exists() && !has_raw_data(&dir) {
+    if result.is_err() && !analysis::raw::is_file(&dir.join("meta.json")) && !has_raw_data(&dir) {
         let _ = std::fs::remove_dir_all(&dir);
     } else if result.is_err() {
         // A failed run's records are packed as a finished run's are. A pack

@@ -86,7 +86,7 @@ fn meta(out: &Path) -> serde_json::Value {
 }
 
 fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    serde_json::from_slice(&analysis::raw::read(path).unwrap()).unwrap()
 }
 
 /// The records of a raw jsonl file, loose or packed in its run's
