@@ -250,7 +250,11 @@ fn every_kind_of_run_report_opens_cleanly_in_chromium_at_phone_and_desktop_width
             let at = format!("{kind} at {width} px");
             assert!(errors.is_empty(), "{at}: {errors:?}");
             assert_eq!(probe["fetches"], 0, "{at}: the page loads something");
-            assert_eq!(probe["unloaded"], serde_json::json!([]), "{at}: a chart did not load");
+            assert_eq!(
+                probe["unloaded"],
+                serde_json::json!([]),
+                "{at}: a chart did not load"
+            );
             assert_eq!(probe["inner"], width, "{at}: the viewport");
             assert!(
                 probe["scroll"].as_u64() <= probe["inner"].as_u64(),
@@ -327,7 +331,11 @@ fn the_index_of_runs_opens_cleanly_and_filters_at_phone_and_desktop_width() {
             |design: &str, comparison: &str| shown(&mut browser, &mut tab, design, comparison);
         assert!(errors.is_empty(), "{at}: {errors:?}");
         assert_eq!(probe["fetches"], 0, "{at}: the page loads something");
-            assert_eq!(probe["unloaded"], serde_json::json!([]), "{at}: a chart did not load");
+        assert_eq!(
+            probe["unloaded"],
+            serde_json::json!([]),
+            "{at}: a chart did not load"
+        );
         assert!(
             probe["scroll"].as_u64() <= probe["inner"].as_u64(),
             "{at}: the page is wider than the window: {} > {}",

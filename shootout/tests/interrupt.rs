@@ -230,7 +230,8 @@ fn sigint_at_each_stage_leaves_nothing_running_and_no_half_file() {
         }
         assert_eq!(runs.len(), 1, "{stage}");
         let meta: serde_json::Value =
-            serde_json::from_slice(&analysis::raw::read(&runs[0].join("meta.json")).unwrap()).unwrap();
+            serde_json::from_slice(&analysis::raw::read(&runs[0].join("meta.json")).unwrap())
+                .unwrap();
         assert_eq!(meta["interrupted"], true, "{stage}: {meta}");
         let row = &meta["rows"][0];
         let log = runs[0].join("stages/row.jsonl");

@@ -127,7 +127,8 @@ fn run_to_end(file: &Path, dir: &Path) -> (std::path::PathBuf, serde_json::Value
         .unwrap()
         .unwrap()
         .path();
-    let meta = serde_json::from_str(&analysis::raw::read_to_string(&run.join("meta.json")).unwrap());
+    let meta =
+        serde_json::from_str(&analysis::raw::read_to_string(&run.join("meta.json")).unwrap());
     (run, meta.unwrap())
 }
 
@@ -231,7 +232,8 @@ fn two_load_hosts_through_a_proxy_host_end_to_end() {
     }
     // The merged row keeps each load host's own figure.
     let summary: serde_json::Value =
-        serde_json::from_str(&analysis::raw::read_to_string(&run.join("summary.json")).unwrap()).unwrap();
+        serde_json::from_str(&analysis::raw::read_to_string(&run.join("summary.json")).unwrap())
+            .unwrap();
     let text = summary.to_string();
     for load in ["load1", "load2"] {
         assert!(text.contains(&format!("\"shard\":\"{load}\"")), "{text}");

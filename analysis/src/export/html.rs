@@ -470,25 +470,79 @@ fn files_section(out: &mut String, src: &Source) {
     }
     let _ = writeln!(out, "</ul></details>");
     if !src.packed.is_empty() {
+        let archive = src
+            .files
+            .iter()
+            .find(|f| crate::raw::is_archive(f))
+            .map_or(crate::raw::ARCHIVE, String::as_str);
         let _ = writeln!(
             out,
             "<details><summary>{} raw record files in <a href=\"{1}\">{1}</a> \
-             (<code>tar xzf {1}</code> puts them where they were written)</summary>\n\
+             (<code>tar xf {1}</code> puts them where they were written)</summary>\n\
              <ul class=\"files\">",
             src.packed.len(),
-            crate::raw::ARCHIVE
+            esc(archive)
         );
-        for f in &src.packed {
-            let _ = writeln!(out, "<li>{}</li>", esc(f));
+        for line in packed_lines(&src.packed) {
+            let _ = writeln!(out, "<li>{line}</li>");
         }
         let _ = writeln!(out, "</ul></details>");
     }
     let _ = writeln!(out, "</section>");
 }
 
+/// The packed files (sorted) as list items: a folder of more than three
+/// as one line with its count, first and last (`tar tf` lists them all; a
+/// sweep packs hundreds), the others by name.
+fn packed_lines(packed: &[String]) -> Vec<String> {
+    let folder = |f: &str| f.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < packed.len() {
+        let dir = folder(&packed[i]);
+        let n = packed[i..].iter().take_while(|f| folder(f) == dir).count();
+        let group = &packed[i..i + n];
+        if n > 3 {
+            let name = |f: &str| esc(f.rsplit_once('/').map_or(f, |(_, n)| n));
+            out.push(format!(
+                "{}/: {n} files, {} … {}",
+                esc(&dir),
+                name(&group[0]),
+                name(&group[n - 1])
+            ));
+        } else {
+            out.extend(group.iter().map(|f| esc(f)));
+        }
+        i += n;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_folders_of_many_files_are_one_line_each() {
+        let packed: Vec<String> = [
+            "a.jsonl",
+            "q/aa/b1.jsonl",
+            "q/aa/b2.jsonl",
+            "q/aa/b3.jsonl",
+            "q/aa/b4.jsonl",
+            "q/bb/<x>.jsonl",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            packed_lines(&packed),
+            [
+                "a.jsonl",
+                "q/aa/: 4 files, b1.jsonl … b4.jsonl",
+                "q/bb/&lt;x&gt;.jsonl"
+            ]
+        );
+    }
 
     #[test]
     fn the_runs_charts_are_images_at_their_size_and_nothing_else_is_fetched() {

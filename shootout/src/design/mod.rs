@@ -194,7 +194,7 @@ fn has_raw_data(dir: &Path) -> bool {
                 has_raw_data(&p)
             } else {
                 let name = e.file_name().to_string_lossy().into_owned();
-                analysis::raw::is_raw(&name) || name == analysis::raw::ARCHIVE
+                analysis::raw::is_raw(&name) || analysis::raw::is_archive(&name)
             }
         })
 }

@@ -18,15 +18,18 @@ pub fn gather(results: &Path, repo: &Path) -> anyhow::Result<History> {
         .with_context(|| format!("reading {}", results.display()))?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| analysis::raw::is_file(&p.join("summary.json")) && analysis::raw::is_file(&p.join("meta.json")))
+        .filter(|p| {
+            analysis::raw::is_file(&p.join("summary.json"))
+                && analysis::raw::is_file(&p.join("meta.json"))
+        })
         .collect();
     dirs.sort();
     let mut answers = Vec::new();
     for dir in dirs {
         let read = |name: &str| -> anyhow::Result<Value> {
             let path = dir.join(name);
-            let bytes =
-                analysis::raw::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let bytes = analysis::raw::read(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
             serde_json::from_slice(&bytes).with_context(|| format!("{}", path.display()))
         };
         let (meta, summary) = (read("meta.json")?, read("summary.json")?);
