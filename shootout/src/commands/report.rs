@@ -14,8 +14,9 @@ pub(super) struct Args {
     #[arg(required = true, value_name = "DIR")]
     dirs: Vec<PathBuf>,
     /// First pack the run's loose raw records (`*.jsonl`) into its
-    /// raw.tar.gz, as a finished run does (for a run written before runs
-    /// packed, or one a crash left loose).
+    /// raw.tar.xz and gzip its meta.json, as a finished run does (for a
+    /// run written before runs packed, one a crash left loose, or one
+    /// packed into raw.tar.gz before 2026-11-29, which it turns into xz).
     #[arg(long)]
     pack: bool,
 }
