@@ -320,7 +320,7 @@ fn pack_records(run: &Path) -> anyhow::Result<usize> {
         files.insert(rel, bytes);
     }
     for (name, bytes) in files.iter_mut() {
-        *bytes = plain_histograms(bytes).with_context(|| format!("{name}"))?;
+        *bytes = plain_histograms(bytes).with_context(|| name.clone())?;
     }
     crate::files::write_atomic(&run.join(ARCHIVE), &to_tar_xz(&files)?)?;
     if let Some(old) = old.filter(|a| a.ends_with(OLD_ARCHIVE)) {
