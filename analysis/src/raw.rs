@@ -69,6 +69,13 @@ pub fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     gz.finish()
 }
 
+/// The bytes a gzip stream holds.
+pub fn gunzip(gz: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(gz).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Writes `path`'s bytes gzip'd to `PATH.gz` (atomically) and removes
 /// `path`; a missing `path` leaves things as they are.
 pub fn gzip_in_place(path: &Path) -> anyhow::Result<()> {
@@ -151,19 +158,13 @@ fn not_found(path: &Path) -> std::io::Error {
 /// its run's archive.
 pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
     match std::fs::read(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            match std::fs::File::open(gz_path(path)) {
-                Ok(f) => {
-                    let mut bytes = Vec::new();
-                    flate2::read::GzDecoder::new(f).read_to_end(&mut bytes)?;
-                    Ok(bytes)
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => archived(path)
-                    .and_then(|(files, rel)| files.get(&rel).cloned())
-                    .ok_or_else(|| not_found(path)),
-                Err(e) => Err(e),
-            }
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::read(gz_path(path)) {
+            Ok(gz) => gunzip(&gz),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => archived(path)
+                .and_then(|(files, rel)| files.get(&rel).cloned())
+                .ok_or_else(|| not_found(path)),
+            Err(e) => Err(e),
+        },
         other => other,
     }
 }
@@ -563,6 +564,7 @@ mod tests {
         assert_eq!(read_to_string(&p).unwrap(), "{\"a\":1}");
         // The same bytes every time.
         assert_eq!(gzip(b"x").unwrap(), gzip(b"x").unwrap());
+        assert_eq!(gunzip(&gzip(b"x").unwrap()).unwrap(), b"x");
         std::fs::write(&p, "plain").unwrap();
         assert_eq!(read_to_string(&p).unwrap(), "plain");
         // Nothing there: a clear error, not the archive's.

@@ -141,7 +141,8 @@ fn rendered_markdown_snapshot() {
             );
         }
     }
-    let summary: serde_json::Value = serde_json::from_slice(&files[1].1).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&analysis::raw::gunzip(&files[1].1).unwrap()).unwrap();
     assert_eq!(summary["tables"][0]["rows"][1]["rps"]["mean"], 210.0);
 }
 

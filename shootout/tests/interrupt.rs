@@ -155,7 +155,14 @@ fn assert_whole(out: &Path) {
             analysis::raw::packed(f.parent().unwrap()).unwrap();
             continue;
         }
-        let text = analysis::raw::read_to_string(&f).unwrap();
+        // A gzip'd file (meta.json.gz) is checked as what it holds.
+        let (name, text) = match name.strip_suffix(".gz") {
+            Some(plain) => {
+                let bytes = analysis::raw::gunzip(&std::fs::read(&f).unwrap()).unwrap();
+                (plain.to_string(), String::from_utf8(bytes).unwrap())
+            }
+            None => (name, analysis::raw::read_to_string(&f).unwrap()),
+        };
         let whole = if name.ends_with(".jsonl") {
             let lines: Vec<serde_json::Value> = text
                 .lines()
