@@ -133,7 +133,7 @@ fn runs(out: &Path) -> Vec<PathBuf> {
 }
 
 /// Every file under `dir`, recursively: on disk, and the raw records
-/// packed in a run's `raw.tar.gz` by the paths they were written at.
+/// packed in a run's `raw.tar.xz` by the paths they were written at.
 fn files(dir: &Path) -> Vec<PathBuf> {
     analysis::raw::walk(dir)
 }

@@ -45,8 +45,9 @@ enum Cmd {
     /// List the scenarios of FILE with their settings.
     List(list::Args),
     /// Rebuild a past run's report from its raw data: README.md,
-    /// summary.json, the charts and index.html (one self-contained page to
-    /// open in a browser); a script's run gets index.html from its README.
+    /// summary.json.gz, the charts and index.html (one page, beside its
+    /// charts, to open in a browser); a script's run gets index.html from
+    /// its README.
     Report(report::Args),
     /// Measure what difference this machine can resolve: an A/A comparison
     /// and a positive control (a known added CPU cost per request), both in

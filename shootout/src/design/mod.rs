@@ -181,7 +181,7 @@ fn sweep_then_compare(
     Ok(outcome)
 }
 
-/// True when some loadgen log (`*.jsonl`, or the run's `raw.tar.gz`)
+/// True when some loadgen log (`*.jsonl`, or the run's raw archive)
 /// lies under `dir`.
 fn has_raw_data(dir: &Path) -> bool {
     std::fs::read_dir(dir)
@@ -254,7 +254,7 @@ fn run_in(
     };
     meta.interrupted = outcome.interrupted;
     meta.write(dir)?;
-    // The raw records into the run's raw.tar.gz, before the report lists
+    // The raw records into the run's raw.tar.xz, before the report lists
     // the run's files.
     analysis::raw::pack(dir)?;
     if let Some(r) = report::analyse(dir)? {

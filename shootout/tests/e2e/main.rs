@@ -90,7 +90,7 @@ fn json(path: &Path) -> serde_json::Value {
 }
 
 /// The records of a raw jsonl file, loose or packed in its run's
-/// `raw.tar.gz` (lines that do not parse are left out).
+/// `raw.tar.xz` (lines that do not parse are left out).
 fn jsonl(path: &Path) -> Vec<serde_json::Value> {
     analysis::raw::read_to_string(path)
         .unwrap()
