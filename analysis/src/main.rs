@@ -1,11 +1,11 @@
-//! `analysis RESULTS_DIR`: tables, charts and summary.json from a shootout run.
+//! `analysis RESULTS_DIR`: tables, charts and summary.json.gz from a shootout run.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Analyse the logs of a shootout run and write README.md, summary.json and
+/// Analyse the logs of a shootout run and write README.md, summary.json.gz and
 /// SVG charts into the same directory.
 #[derive(Debug, Parser)]
 #[command(name = "analysis", version)]
@@ -18,7 +18,7 @@ struct Args {
     /// Row name to compare every table against [default: table.toml's, else the first row].
     #[arg(long, value_name = "NAME")]
     baseline: Option<String>,
-    /// Directory for README.md, summary.json and the charts [default: RESULTS_DIR].
+    /// Directory for README.md, summary.json.gz and the charts [default: RESULTS_DIR].
     /// Image links in README.md are relative, so the charts go beside it.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
