@@ -38,8 +38,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 /// Where a file streamed by another process (a loadgen's jsonl) is written
 /// until it is known complete: `PATH.partial`.
 pub fn partial(path: &Path) -> PathBuf {
+    appended(path, ".partial")
+}
+
+/// `path` with `suffix` appended to its name (`a.json` and `.gz` give
+/// `a.json.gz`).
+pub fn appended(path: &Path, suffix: &str) -> PathBuf {
     let mut p = path.as_os_str().to_owned();
-    p.push(".partial");
+    p.push(suffix);
     PathBuf::from(p)
 }
 

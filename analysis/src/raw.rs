@@ -57,9 +57,7 @@ fn archive_in(dir: &Path) -> Option<PathBuf> {
 
 /// `path` with `.gz` appended.
 pub fn gz_path(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(".gz");
-    PathBuf::from(p)
+    crate::files::appended(path, ".gz")
 }
 
 /// `bytes` gzip'd, the same bytes every time (no name, time zero).
