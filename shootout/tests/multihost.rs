@@ -431,14 +431,14 @@ fn ssh_sinks_file(
     file
 }
 
-/// xterm and Xvfb are installed (`shootout setup --all`).
-fn has_xterm() -> bool {
-    Command::new("sh")
-        .args(["-c", "command -v xterm && command -v Xvfb"])
-        .output()
-        .unwrap()
-        .status
-        .success()
+/// xterm and Xvfb are installed (`scripts/test` installs them as root);
+/// a test that draws fails without them, naming them, rather than leaving
+/// its xterm row out.
+fn require_xterm() {
+    use shootout::prepare::setup::{require, FIXED_FONT, XAUTH, XTERM, XVFB};
+    if let Err(e) = require(&[XVFB, XAUTH, XTERM, FIXED_FONT]) {
+        panic!("{e}");
+    }
 }
 
 /// The stand-in's link carries no shaping left by the run.
@@ -477,12 +477,8 @@ fn an_ssh_terminal_sink_runs_through_ssh_and_a_shaped_link() {
         // checked before the drain counts.
         "[[scenario]]\nname = \"shaped\"\nserver = \"actix\"\nlink_rate = \"8mbit\"\nsink_cpus = \"0\"\nsshd_cpus = \"1\"\n",
     );
-    let xterm = has_xterm();
-    if xterm {
-        rows += "\n[[scenario]]\nname = \"xterm\"\nserver = \"ntex\"\nterminal = \"xterm\"\n";
-    } else {
-        eprintln!("ssh-terminal test: xterm row left out (xterm or Xvfb missing)");
-    }
+    require_xterm();
+    rows += "\n[[scenario]]\nname = \"xterm\"\nserver = \"ntex\"\nterminal = \"xterm\"\n";
     // A second uncounted, then three counted: the writer counts what its
     // writes hand over, and the link's buffers (ssh's window, TCP's send
     // buffer as autotuning grows it) take more than the link carries
@@ -521,7 +517,7 @@ fn an_ssh_terminal_sink_runs_through_ssh_and_a_shaped_link() {
         // write). A limit, not a speed: a slow machine only lowers it.
         assert!(bytes / secs < 1.5e6, "{r}");
     }
-    if xterm {
+    {
         let x: serde_json::Value =
             serde_json::from_slice(&std::fs::read(table.join("xterm.sinks.json")).unwrap())
                 .unwrap();
@@ -541,13 +537,8 @@ fn an_ssh_terminal_writer_killed_or_a_sigint_leaves_nothing() {
     let dir = scratch();
     let hosts = Hosts::up(dir.path(), "server", 9);
     let row = "[[scenario]]\nname = \"shaped\"\nserver = \"actix\"\nlink_rate = \"8mbit\"\nterminal = \"xterm\"\n";
-    let xterm = has_xterm();
-    let row = if xterm {
-        row.to_string()
-    } else {
-        eprintln!("ssh-terminal test: drained instead of xterm (xterm or Xvfb missing)");
-        row.replace("terminal = \"xterm\"\n", "")
-    };
+    require_xterm();
+    let row = row.to_string();
     let file = ssh_sinks_file(dir.path(), "ssh-long.toml", ("300ms", "30s"), &row);
     let writer = dir.path().join("hosts/server/work/bin");
     let writer = format!("{}.*sink-writer", writer.display());
@@ -721,12 +712,8 @@ fn a_served_row_logs_into_an_ssh_terminal() {
     let mut rows = String::from(
         "[[scenario]]\nname = \"shaped\"\nserver = \"actix\"\nlink_rate = \"4mbit\"\nsink_cpus = \"0\"\nsshd_cpus = \"1\"\n",
     );
-    let xterm = has_xterm();
-    if xterm {
-        rows += "\n[[scenario]]\nname = \"xterm\"\nserver = \"ntex\"\nterminal = \"xterm\"\n";
-    } else {
-        eprintln!("ssh-terminal test: xterm row left out (xterm or Xvfb missing)");
-    }
+    require_xterm();
+    rows += "\n[[scenario]]\nname = \"xterm\"\nserver = \"ntex\"\nterminal = \"xterm\"\n";
     let file = served_ssh_file(dir.path(), "served-ssh.toml", "2s", &rows);
     let (run, meta) = run_to_end(&file, dir.path());
     let shaped = &meta["rows"][0];
@@ -760,7 +747,7 @@ fn a_served_row_logs_into_an_ssh_terminal() {
     let log = analysis::raw::read_to_string(&run.join("served-ssh/shaped.jsonl")).unwrap();
     let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
     assert!(last["ok"].as_u64().unwrap() > 0, "{last}");
-    if xterm {
+    {
         let x = &meta["rows"][1];
         assert!(x["error"].is_null(), "{x}");
         let path = x["terminal"].as_str().unwrap();
@@ -867,12 +854,8 @@ fn sinks_on_the_server_host_are_drained_there() {
     let mut rows = String::from(
         "[[scenario]]\nname = \"file\"\nserver = \"actix\"\nlog = \"file\"\n\n[[scenario]]\nname = \"pty\"\nserver = \"ntex\"\nlog = \"terminal\"\n",
     );
-    let xterm = has_xterm();
-    if xterm {
-        rows += "\n[[scenario]]\nname = \"xterm\"\nserver = \"actix\"\nlog = \"xterm\"\n";
-    } else {
-        eprintln!("host sinks test: xterm row left out (xterm or Xvfb missing)");
-    }
+    require_xterm();
+    rows += "\n[[scenario]]\nname = \"xterm\"\nserver = \"actix\"\nlog = \"xterm\"\n";
     let file = host_sinks_file(dir.path(), "host-sinks.toml", "300ms", &rows);
     let (run, meta) = run_to_end(&file, dir.path());
     assert_eq!(meta["design"], "sinks");
@@ -881,10 +864,11 @@ fn sinks_on_the_server_host_are_drained_there() {
         serde_json::from_slice(&std::fs::read(table.join(format!("{row}.sinks.json"))).unwrap())
             .unwrap()
     };
-    let mut names = vec![("file", 100.0, 125.0), ("pty", 130.0, 160.0)];
-    if xterm {
-        names.push(("xterm", 130.0, 160.0));
-    }
+    let names = [
+        ("file", 100.0, 125.0),
+        ("pty", 130.0, 160.0),
+        ("xterm", 130.0, 160.0),
+    ];
     for (row, low, high) in names {
         let ix = read(row);
         assert_eq!(ix["host"], "server", "{ix}");
@@ -915,11 +899,7 @@ fn sinks_on_the_server_host_are_drained_there() {
 
     // SIGINT while the writer writes into a pty (or xterm) on the host:
     // exit 130, nothing left there or here.
-    let row = if xterm {
-        "[[scenario]]\nname = \"long\"\nserver = \"actix\"\nlog = \"xterm\"\n"
-    } else {
-        "[[scenario]]\nname = \"long\"\nserver = \"actix\"\nlog = \"terminal\"\n"
-    };
+    let row = "[[scenario]]\nname = \"long\"\nserver = \"actix\"\nlog = \"xterm\"\n";
     let file = host_sinks_file(dir.path(), "host-long.toml", "30s", row);
     let writer = format!(
         "{}.*sink-writer",

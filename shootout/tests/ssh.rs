@@ -7,6 +7,7 @@
 use std::process::Command;
 use std::time::Duration;
 
+use shootout::place::affinity::Check;
 use shootout::place::ssh::{check_offset, Session};
 
 mod support;
@@ -336,11 +337,16 @@ fn one_host_seam_here_in_a_namespace_and_over_ssh() {
                     "--workers".into(),
                     "1".into(),
                 ],
+                cpus: Some("0"),
                 env: vec![("RUST_LOG", "info".into())],
                 stdout: Stdio::null(),
                 session: true,
             })
             .unwrap();
+        // Placed before its program starts, on every kind of host: read
+        // at once, it is already on CPU 0 (issue 68).
+        let read = app.read_cpus("server", Some("0")).unwrap();
+        read.check().unwrap_or_else(|e| panic!("{what}: {e:#}"));
         let line = app
             .stderr()
             .wait_line(Duration::from_secs(15), app_core::is_startup_line)

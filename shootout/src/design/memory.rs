@@ -105,8 +105,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
     rec.idle = sample(&stack)?;
 
     let log = job.run.table_dir.join(format!("{}.hold.jsonl", job.stem));
-    let mut argv = crate::measure::load::taskset(&s.loadgen_cpus);
-    argv.push(place.client().place_binary(job.run.loadgen)?);
+    let mut argv = vec![place.client().place_binary(job.run.loadgen)?];
     for (flag, value) in [
         ("--hold", humantime::format_duration(m.hold).to_string()),
         ("-c", s.connections.to_string()),
@@ -120,7 +119,8 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
         argv.extend([flag.into(), value]);
     }
     argv.push(format!("http://{}/", stack.target));
-    let mut loadgen = crate::measure::load::spawn(place.client(), argv, &log)?;
+    let mut loadgen =
+        crate::measure::load::spawn(place.client(), s.loadgen_cpus.as_deref(), argv, &log)?;
     crate::hold_at::stage("measure");
 
     // Set-up: wait for the `held` record.

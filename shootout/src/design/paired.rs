@@ -399,7 +399,12 @@ impl Side<'_> {
         };
         let target = self.stack.as_ref().expect("started").target;
         let argv = load::slow_argv(bin, self.scenario, slow, target, duration);
-        self.slow = Some(load::spawn(self.place.client(), argv, &self.slow_log())?);
+        self.slow = Some(load::spawn(
+            self.place.client(),
+            self.scenario.loadgen_cpus.as_deref(),
+            argv,
+            &self.slow_log(),
+        )?);
         Ok(())
     }
 
@@ -542,7 +547,12 @@ fn load_and_sample(
         let turn = (ctx.settings.schedule == Schedule::Interleave)
             .then_some((["first", "second"][i], ctx.settings.turn));
         let argv = load::argv(bin, s.scenario, target, Timing { turn, ..timing });
-        s.loadgen = Some(load::spawn(s.place.client(), argv, &s.log)?);
+        s.loadgen = Some(load::spawn(
+            s.place.client(),
+            s.scenario.loadgen_cpus.as_deref(),
+            argv,
+            &s.log,
+        )?);
     }
     crate::hold_at::stage("measure");
     let interval = sides[0].scenario.interval;

@@ -191,7 +191,7 @@ fn start_loadgens<'p>(
         } else {
             job.run.table_dir.join(format!("{}.jsonl", job.stem))
         };
-        let proc_ = load::spawn(host, argv, &log)?;
+        let proc_ = load::spawn(host, share.loadgen_cpus.as_deref(), argv, &log)?;
         out.push(Loadgen { host, proc_, log });
     }
     Ok(out)

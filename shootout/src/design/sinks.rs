@@ -37,7 +37,7 @@ use crate::config::sinks::SinksSettings;
 use crate::design::{each, Job, Prepared, RunOutcome};
 use crate::measure::load::{self, Timing};
 use crate::measure::wait::{self, Limits, Waited};
-use crate::place::affinity::{self, Check};
+use crate::place::affinity::{self, pinned, Check};
 use crate::place::placement::Placement;
 use crate::place::procs::Proc;
 use crate::place::running::Running;
@@ -282,7 +282,7 @@ fn sample(job: &Job, length: Duration, facts: &mut RowFacts) -> anyhow::Result<(
         };
         let argv = load::argv(&bin, &row, stack.target, timing);
         let log = run.table_dir.join(format!("{}.sample.jsonl", row.name));
-        let mut procs = [load::spawn(host, argv, &log)?];
+        let mut procs = [load::spawn(host, row.loadgen_cpus.as_deref(), argv, &log)?];
         let limits = Limits {
             deadline: length + Duration::from_secs(30),
             // Usage sampled often: the sample lasts a second or so.
@@ -422,7 +422,9 @@ fn drain_once(
         |exe: String, lines: String, report: String| writer_argv(job, settings, exe, lines, report);
     let (argv, kind) = match far {
         Some(f) => {
-            let remote = writer(f.exe.clone(), f.lines.clone(), far_report.clone());
+            // Pinned there by `taskset` inside the session's command.
+            let mut remote = pinned(s.server_cpus.as_deref());
+            remote.extend(writer(f.exe.clone(), f.lines.clone(), far_report.clone()));
             let t = s.ssh_terminal.as_ref().context("an ssh-terminal row")?;
             let kind = match t.terminal {
                 Drawn::Drained => LogSink::Terminal,
@@ -458,7 +460,12 @@ fn drain_once(
             // The emulator on the row's terminal CPUs (the writer's, where
             // the writer runs here), read back before anything counts.
             let cpus = s.terminal_cpus();
-            let mut term = Emulator::start(kind, &dir, &argv, &[], &tag, cpus.as_deref())?;
+            // The writer inside it (not an ssh client) on the server's CPUs.
+            let inside = match far {
+                Some(_) => argv,
+                None => [pinned(s.server_cpus.as_deref()), argv].concat(),
+            };
+            let mut term = Emulator::start(kind, &dir, &inside, &[], &tag, cpus.as_deref())?;
             term.read_cpus(cpus.as_deref()).check()?;
             terminal = Some(term.describe());
             let status = until(deadline, &stopping, || term.try_wait());
@@ -474,10 +481,14 @@ fn drain_once(
             if let Some(read) = sink.read_cpus(cpus.as_deref()) {
                 read.check()?;
             }
+            // The writer where the row's server would be; with `far`, the
+            // ssh client here on the sink's CPUs.
             let mut cmd = Command::new(&argv[0]);
-            if far.is_some() {
-                affinity::pin_at_exec(&mut cmd, cpus.as_deref())?;
-            }
+            let placed = match far {
+                Some(_) => cpus.as_deref(),
+                None => s.server_cpus.as_deref(),
+            };
+            affinity::pin_at_exec(&mut cmd, placed)?;
             cmd.args(&argv[1..])
                 .stdin(Stdio::null())
                 .stdout(sink.stdio.take().context("the sink's stdout")?)
@@ -524,7 +535,7 @@ fn drain_once(
     Ok((serde_json::from_slice(&text)?, terminal))
 }
 
-/// The writer's command line: pinned where the row's server would be,
+/// The writer's command line (started where the row's server would be),
 /// writing `lines` for `length` after `settle`, its report to `report`.
 fn writer_argv(
     job: &Job,
@@ -533,8 +544,7 @@ fn writer_argv(
     lines: String,
     report: String,
 ) -> Vec<String> {
-    let mut argv = load::taskset(&job.scenario.server_cpus);
-    argv.extend([
+    let mut argv = vec![
         exe,
         "sink-writer".into(),
         lines,
@@ -544,7 +554,7 @@ fn writer_argv(
         humantime::format_duration(settings.settle).to_string(),
         "--report".into(),
         report,
-    ]);
+    ];
     if let Some(gap) = job.scenario.writer_gap {
         argv.extend(["--gap".into(), humantime::format_duration(gap).to_string()]);
     }

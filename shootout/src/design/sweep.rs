@@ -482,7 +482,7 @@ impl Stepper<'_, '_> {
         }
         let file = format!("{}.{name}.jsonl", s.name);
         let log = run.table_dir.join(&file);
-        let proc_ = load::spawn(host, argv, &log)?;
+        let proc_ = load::spawn(host, row.loadgen_cpus.as_deref(), argv, &log)?;
         let started = Instant::now();
         let settle = self.settings.settle;
         let mut cpu_at_settle = None;

@@ -27,10 +27,10 @@ pub struct Timing {
     pub turn: Option<(&'static str, Duration)>,
 }
 
-/// Builds loadgen's argv for scenario `s` against `target`.
+/// Builds loadgen's argv for scenario `s` against `target` (its CPUs are
+/// the launch's, [`spawn`]'s `cpus`).
 pub fn argv(loadgen: &str, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<String> {
-    let mut argv = taskset(&s.loadgen_cpus);
-    argv.push(loadgen.to_string());
+    let mut argv = vec![loadgen.to_string()];
     for (flag, value) in [
         ("-c", s.connections.to_string()),
         ("-t", s.threads.to_string()),
@@ -89,8 +89,7 @@ pub fn slow_argv(
     target: SocketAddr,
     duration: Duration,
 ) -> Vec<String> {
-    let mut argv = taskset(&s.loadgen_cpus);
-    argv.push(loadgen.to_string());
+    let mut argv = vec![loadgen.to_string()];
     for (flag, value) in [
         (
             "--slowloris",
@@ -129,23 +128,24 @@ pub fn share_of(s: &Scenario, i: usize, n: usize) -> Scenario {
     share
 }
 
-/// `taskset -c CPUS` when the scenario pins, else nothing.
-pub fn taskset(cpus: &Option<String>) -> Vec<String> {
-    cpus.as_ref()
-        .map_or_else(Vec::new, |c| vec!["taskset".into(), "-c".into(), c.clone()])
-}
-
-/// A loadgen on `host` writing its jsonl to `log` here (streamed back from
-/// a remote host as it comes); `argv` as [`argv`] built it with the binary
+/// A loadgen on `host` on `cpus` (the row's `loadgen_cpus`, set before it
+/// starts) writing its jsonl to `log` here (streamed back from a remote
+/// host as it comes); `argv` as [`argv`] built it with the binary
 /// [`Host::place_binary`] gave. The log is written as `LOG.partial` until
 /// [`keep`] finds it complete, so a log cut short (a full disk, a killed
 /// loadgen) never stands under its final name.
-pub fn spawn(host: &Host, argv: Vec<String>, log: &Path) -> anyhow::Result<Running> {
+pub fn spawn(
+    host: &Host,
+    cpus: Option<&str>,
+    argv: Vec<String>,
+    log: &Path,
+) -> anyhow::Result<Running> {
     let log = &partial(log);
     let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
     host.spawn(Launch {
         name: "loadgen",
         argv,
+        cpus,
         env: Vec::new(),
         stdout: Stdio::from(out),
         session: false,
@@ -206,6 +206,67 @@ pub fn read_log(path: &Path) -> anyhow::Result<LogTotals> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 68: a loadgen read back at once, as the sweep reads it at its
+    /// first poll, while four threads keep both cores busy, 400 times. On
+    /// faf5185, where the launch went through `taskset` and the read
+    /// waited only while the process was named `taskset`, 32 of 1,200 such
+    /// readings (3 runs) found the runner's own CPUs, 0-1: `spawn` returns
+    /// once the child has its new program's memory, before the kernel
+    /// renames it, so a read in between saw neither name and read the
+    /// CPUs it had inherited. Placed before exec, no reading can.
+    #[test]
+    fn a_loadgen_read_at_once_is_on_its_cpus_in_every_cycle() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+
+        use crate::place::affinity::{parse_list, Check};
+
+        let mine = std::fs::read_to_string("/proc/self/status").unwrap();
+        let mine = mine
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap();
+        assert!(
+            parse_list(mine).unwrap().len() >= 2,
+            "this test needs two CPUs to tell a pinned loadgen from an unpinned one; it has {mine}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("loadgen.jsonl");
+        let stop = Arc::new(AtomicBool::new(false));
+        let busy: Vec<_> = (0..4)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let until = std::time::Instant::now() + Duration::from_secs(120);
+                    while !stop.load(Ordering::Relaxed) && std::time::Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        const CYCLES: usize = 400;
+        let mut wrong = Vec::new();
+        for _ in 0..CYCLES {
+            let argv = vec!["sleep".to_string(), "10".into()];
+            let mut p = spawn(&Host::Local, Some("0"), argv, &log).unwrap();
+            let read = p.read_cpus("loadgen", Some("0")).unwrap();
+            if let Err(e) = read.check() {
+                wrong.push(e.to_string());
+            }
+            p.stop(Duration::from_secs(2)).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        for b in busy {
+            b.join().unwrap();
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} of {CYCLES} readings wrong, the first: {}",
+            wrong.len(),
+            wrong[0]
+        );
+    }
 
     #[test]
     fn a_turn_becomes_active_half_and_turn() {

@@ -133,28 +133,6 @@ pub fn group_lines_here(pgid: i32) -> String {
     out
 }
 
-/// The programs a process here is started through, which exec the real
-/// one once they have placed it (`ip netns exec`, then `taskset`).
-const LAUNCHERS: [&str; 2] = ["ip", "taskset"];
-
-/// Waits, 5 s at most, until process `pid` on this machine runs its own
-/// program, as [`await_pid_file`] does on a remote host: a process started
-/// through `taskset` is `taskset` until it execs, and its CPUs read before
-/// then are the runner's (a loadgen read at its first sample, on a busy
-/// machine, once read 0-1 where the scenario said 0). Returns at once for
-/// a process that has gone.
-pub fn await_exec_here(pid: i32) {
-    let comm = format!("/proc/{pid}/comm");
-    for _ in 0..1000 {
-        match std::fs::read_to_string(&comm) {
-            Ok(c) if LAUNCHERS.contains(&c.trim_end()) => {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            _ => return,
-        }
-    }
-}
-
 /// Every thread of process `pid` on this machine, as `PID TID CPULIST`
 /// lines; empty when it has gone.
 pub fn process_lines_here(pid: impl std::fmt::Display) -> String {
@@ -202,6 +180,13 @@ pub fn pin_this_thread(cpus: &BTreeSet<u32>) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `taskset -c CPUS` as words before a program that starts inside another
+/// one the runner does not exec itself (a terminal emulator's shell, an
+/// ssh session), where [`pin_at_exec`] cannot reach; nothing for none.
+pub fn pinned(cpus: Option<&str>) -> Vec<String> {
+    cpus.map_or_else(Vec::new, |c| vec!["taskset".into(), "-c".into(), c.into()])
 }
 
 /// Makes `cmd`'s process start on `cpus` (none: where the scheduler puts
@@ -308,38 +293,6 @@ mod tests {
         let free = from_lines("nginx", None, "20 20 0-1\n");
         free.check().unwrap();
         assert!(from_lines("loadgen", Some("0"), "").check().is_err());
-    }
-
-    #[test]
-    fn a_read_waits_for_the_launcher_to_exec() {
-        // A shell under the name `taskset` (a link: a copy, still open
-        // for writing in a child another test thread forks, cannot be
-        // executed) that execs `sleep` after a while: its comm is
-        // `taskset` until then.
-        let dir = tempfile::tempdir().unwrap();
-        let launcher = dir.path().join("taskset");
-        std::os::unix::fs::symlink("/bin/sh", &launcher).unwrap();
-        let mut child = std::process::Command::new(&launcher)
-            .args(["-c", "sleep 1; exec sleep 5"])
-            .spawn()
-            .unwrap();
-        let pid = child.id() as i32;
-        let comm = || std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
-        // spawn returns once the child has its new memory, a moment
-        // before the kernel renames it: on a busy machine the first read
-        // can still see this test thread's name (a clean clone read
-        // `place::affinity`).
-        let named = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while comm().trim_end() != "taskset" && std::time::Instant::now() < named {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        assert_eq!(comm().trim_end(), "taskset");
-        await_exec_here(pid);
-        assert_eq!(comm().trim_end(), "sleep");
-        child.kill().unwrap();
-        child.wait().unwrap();
-        // A process that has gone: no wait.
-        await_exec_here(pid);
     }
 
     #[test]

@@ -55,6 +55,11 @@ pub struct Launch<'a> {
     /// For messages: "server", "nginx", "loadgen".
     pub name: &'a str,
     pub argv: Vec<String>,
+    /// The CPUs it runs on (none: where the scheduler puts it), set before
+    /// its program starts: here between fork and exec, on a remote host by
+    /// its wrapper shell before that shell names its pid. No reading of its
+    /// placement can see it elsewhere, however early it comes.
+    pub cpus: Option<&'a str>,
     pub env: Vec<(&'static str, String)>,
     pub stdout: Stdio,
     /// Lead a session of its own (servers; see [`Proc::spawn_session`]),
@@ -178,7 +183,9 @@ impl Host {
                 argv.extend(l.env.iter().map(|(k, v)| format!("{k}={v}")));
             }
             argv.extend(l.argv);
-            return Ok(Running::There(RemoteProc::spawn(s, &argv, l.stdout)?));
+            return Ok(Running::There(RemoteProc::spawn_on(
+                s, &argv, l.stdout, l.cpus,
+            )?));
         }
         let argv = self.wrap(l.argv)?;
         let mut cmd = Command::new(&argv[0]);
@@ -187,6 +194,8 @@ impl Host {
             .stdin(Stdio::null())
             .stdout(l.stdout)
             .stderr(Stdio::piped());
+        // `ip netns exec` is placed too, and its program inherits the set.
+        crate::place::affinity::pin_at_exec(&mut cmd, l.cpus)?;
         let mut p = if l.session {
             Proc::spawn_session(l.name, &mut cmd)?
         } else {

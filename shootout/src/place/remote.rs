@@ -36,9 +36,25 @@ impl RemoteProc {
     /// Starts `argv` on `session`'s host, in its workdir, with stdout to
     /// `stdout`; returns once the remote pid is known.
     pub fn spawn(session: &Session, argv: &[String], stdout: Stdio) -> anyhow::Result<RemoteProc> {
+        RemoteProc::spawn_on(session, argv, stdout, None)
+    }
+
+    /// [`RemoteProc::spawn`] on `cpus` (none: where the host's scheduler
+    /// puts it): the wrapper shell puts itself there before it prints its
+    /// pid, so every reading by that pid, the shell's or the program's it
+    /// becomes, finds the process placed.
+    pub fn spawn_on(
+        session: &Session,
+        argv: &[String],
+        stdout: Stdio,
+        cpus: Option<&str>,
+    ) -> anyhow::Result<RemoteProc> {
         let line: Vec<String> = argv.iter().map(|a| quote(a)).collect();
+        let pin = cpus.map_or(String::new(), |c| {
+            format!("taskset -p -c {} $$ >/dev/null && ", quote(c))
+        });
         let script = format!(
-            "mkdir -p {wd} && cd {wd} && echo {PID_MARK}$$ >&2 && exec {}",
+            "mkdir -p {wd} && cd {wd} && {pin}echo {PID_MARK}$$ >&2 && exec {}",
             line.join(" "),
             wd = quote(&session.host.workdir),
         );

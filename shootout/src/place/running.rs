@@ -21,11 +21,13 @@ pub enum Running {
 }
 
 impl Running {
-    /// Starts `argv` on this machine, leading a session of its own, its
+    /// Starts `argv` on this machine on `cpus` (set before it execs; none:
+    /// where the scheduler puts it), leading a session of its own, its
     /// stdin closed, its stdout to `stdout` and its stderr followed.
     pub fn here(
         name: &str,
         argv: &[String],
+        cpus: Option<&str>,
         stdout: std::process::Stdio,
     ) -> anyhow::Result<Running> {
         let mut cmd = std::process::Command::new(&argv[0]);
@@ -33,6 +35,7 @@ impl Running {
             .stdin(std::process::Stdio::null())
             .stdout(stdout)
             .stderr(std::process::Stdio::piped());
+        crate::place::affinity::pin_at_exec(&mut cmd, cpus)?;
         let mut p = Proc::spawn_session(name, &mut cmd)?;
         let lines = StderrLines::follow(p.take_stderr().context("stderr")?);
         Ok(Running::Here(p, lines))
@@ -83,14 +86,14 @@ impl Running {
         name: &str,
         wanted: Option<&str>,
     ) -> anyhow::Result<crate::place::affinity::ReadCpus> {
-        use crate::place::affinity::{
-            await_exec_here, from_lines, group_lines_here, remote_script,
-        };
+        use crate::place::affinity::{from_lines, group_lines_here, remote_script};
+        // Read as it is, however early: every process the runner starts
+        // is placed before its program runs ([`Launch::cpus`]), so no
+        // reading can find it unplaced and none waits for a better one.
+        //
+        // [`Launch::cpus`]: crate::place::host::Launch::cpus
         let lines = match self {
-            Running::Here(p, _) => {
-                await_exec_here(p.pid());
-                group_lines_here(p.pid())
-            }
+            Running::Here(p, _) => group_lines_here(p.pid()),
             Running::There(r) => r.session().run(&remote_script(r.pid))?,
         };
         Ok(from_lines(name, wanted, &lines))

@@ -289,6 +289,26 @@ pub fn find(program: &str) -> Option<PathBuf> {
     Env::current().find(program)
 }
 
+/// For a test that needs `needs`: an error naming each one missing, its
+/// package and the command that installs it, so that the test fails with
+/// it rather than leaving a row out.
+pub fn require(needs: &[Need]) -> Result<(), String> {
+    let env = Env::current();
+    let missing: Vec<Need> = needs
+        .iter()
+        .copied()
+        .filter(|n| env.find(n.program).is_none())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "missing {}: `scripts/test` installs it as root, or run `apt-get install -y {}`",
+        describe(&missing),
+        packages(&missing).join(" ")
+    ))
+}
+
 /// What [`ensure`] does about `needs`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {

@@ -83,15 +83,15 @@ impl Kind {
 
     /// The emulator's command line up to `-e`, for display `:display`,
     /// pinned to `cpus` (see [`pinned`]).
-    fn command(self, display: u32, cpus: Option<&str>) -> Command {
-        let mut cmd = pinned(self.program(), cpus);
+    fn command(self, display: u32, cpus: Option<&str>) -> anyhow::Result<Command> {
+        let mut cmd = pinned(self.program(), cpus)?;
         if matches!(self, Kind::Xterm { .. }) {
             cmd.args(["-display", &format!(":{display}")]);
         }
         cmd.env("DISPLAY", format!(":{display}"));
         let (env, args) = self.settings();
         cmd.envs(env).args(args);
-        cmd
+        Ok(cmd)
     }
 
     /// The emulator's program, environment and arguments up to `-e` for
@@ -165,18 +165,13 @@ echo $! >"$SHOOTOUT_PID.tmp" && mv "$SHOOTOUT_PID.tmp" "$SHOOTOUT_PID"
 wait $!
 echo $? >"$SHOOTOUT_EXIT.tmp" && mv "$SHOOTOUT_EXIT.tmp" "$SHOOTOUT_EXIT""#;
 
-/// `program`'s command, run through `taskset -c CPUS` when `cpus` names
-/// some (as the runner starts servers and loadgens), so that it and every
+/// `program`'s command, placed on `cpus` when it names some (set before it
+/// execs, as the runner starts servers and loadgens), so that it and every
 /// process it starts may run only there.
-fn pinned(program: &str, cpus: Option<&str>) -> Command {
-    match cpus {
-        Some(list) => {
-            let mut cmd = Command::new("taskset");
-            cmd.args(["-c", list, program]);
-            cmd
-        }
-        None => Command::new(program),
-    }
+fn pinned(program: &str, cpus: Option<&str>) -> anyhow::Result<Command> {
+    let mut cmd = Command::new(program);
+    affinity::pin_at_exec(&mut cmd, cpus)?;
+    Ok(cmd)
 }
 
 /// A server running in a terminal emulator on its own Xvfb display.
@@ -206,7 +201,7 @@ impl Emulator {
         cpus: Option<&str>,
     ) -> anyhow::Result<Emulator> {
         let xvfb_err = dir.join("xvfb.stderr");
-        let mut cmd = pinned("Xvfb", cpus);
+        let mut cmd = pinned("Xvfb", cpus)?;
         cmd.args([
             "-displayfd",
             "1",
@@ -227,7 +222,7 @@ impl Emulator {
         let (pid_file, exit_file) = (dir.join("server.pid"), dir.join("server.exit"));
         let stderr = dir.join("server.stderr");
         let term_err = dir.join(format!("{}.stderr", kind.program()));
-        let mut cmd = kind.command(display, cpus);
+        let mut cmd = kind.command(display, cpus)?;
         cmd.args(["-e", "/bin/sh", "-c", WRAPPER, "sh"])
             .args(argv)
             .envs(env.iter().copied())

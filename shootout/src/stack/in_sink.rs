@@ -194,7 +194,12 @@ fn launch(
             drawn: emulator::Kind::of(s),
         })
         .or(on_host);
+    // Started inside another program (an ssh session, an emulator's
+    // shell), it is placed by `taskset` there; started by the runner, at
+    // exec.
+    let inside = || [affinity::pinned(s.server_cpus.as_deref()), argv.clone()].concat();
     if let Some(terminal) = over_ssh {
+        let argv = inside();
         let (o, describe) = OverSsh::start(ssh_served::Start {
             host: &place.server,
             terminal,
@@ -213,7 +218,7 @@ fn launch(
         // The emulator and its display run here; the process inside it runs
         // on the server's host (`ip netns exec` replaces itself with it).
         let tag = tmp.display().to_string();
-        let argv = place.server.terminal_argv(argv)?;
+        let argv = place.server.terminal_argv(inside())?;
         let cpus = s.terminal_cpus();
         let env = [("RUST_LOG", s.log_level.as_str())];
         let x = Emulator::start(kind, tmp, &argv, &env, &tag, cpus.as_deref())?;
@@ -228,6 +233,7 @@ fn launch(
     let proc_ = place.server.spawn(Launch {
         name: "server",
         argv,
+        cpus: s.server_cpus.as_deref(),
         env,
         stdout,
         session: true,

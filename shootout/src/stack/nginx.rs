@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
-use crate::measure::load::taskset;
 use crate::place::host::{Host, HostDir, Launch};
 use crate::place::running::Running;
 
@@ -70,24 +69,23 @@ pub fn start(
         host.write_file(&conf, config.as_bytes())?;
         host.write_file(&format!("{prefix}/tmp/.keep"), b"")?;
         host.write_file(&format!("{prefix}/logs/.keep"), b"")?;
-        let mut argv = taskset(cpus);
-        argv.extend(
-            [
-                program.as_str(),
-                "-p",
-                prefix,
-                "-c",
-                &conf,
-                "-e",
-                "stderr",
-                "-g",
-                "daemon off;",
-            ]
-            .map(String::from),
-        );
+        let argv = [
+            program.as_str(),
+            "-p",
+            prefix,
+            "-c",
+            &conf,
+            "-e",
+            "stderr",
+            "-g",
+            "daemon off;",
+        ]
+        .map(String::from)
+        .to_vec();
         let mut proc_ = host.spawn(Launch {
             name: "nginx",
             argv,
+            cpus: cpus.as_deref(),
             env: Vec::new(),
             stdout: Stdio::null(),
             session: false,

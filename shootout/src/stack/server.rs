@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 use crate::config::scenario::Scenario;
-use crate::measure::load::taskset;
 use crate::place::affinity::{self, ReadCpus};
 use crate::place::procs::{self, StderrLines, Usage};
 use crate::place::running::{Boundaries, CpuReader, Running};
@@ -27,13 +26,12 @@ use crate::stack::ssh_served::OverSsh;
 /// three in the main command's ntex blocks: 5 s each at the default).
 pub const STOP_TIMEOUT_SECS: u16 = 1;
 
-/// The server's command line for scenario `s`: pinning, `bin`, the bind
-/// address and the flags the row sets; a counter file and an access log
-/// (for the features that need them) in `files`. Local and remote stacks
-/// start their servers with it.
+/// The server's command line for scenario `s`: `bin`, the bind address
+/// and the flags the row sets; a counter file and an access log (for the
+/// features that need them) in `files`. Local and remote stacks start
+/// their servers with it, on `server_cpus` ([`crate::stack::in_sink`]).
 pub fn server_argv(s: &Scenario, bin: String, bind: SocketAddr, files: &Path) -> Vec<String> {
-    let mut argv = taskset(&s.server_cpus);
-    argv.extend([
+    let mut argv = vec![
         bin,
         "--bind".into(),
         bind.to_string(),
@@ -41,7 +39,7 @@ pub fn server_argv(s: &Scenario, bin: String, bind: SocketAddr, files: &Path) ->
         s.backlog.to_string(),
         "--shutdown-timeout".into(),
         STOP_TIMEOUT_SECS.to_string(),
-    ]);
+    ];
     if let Some(w) = s.workers {
         argv.extend(["--workers".into(), w.to_string()]);
     }

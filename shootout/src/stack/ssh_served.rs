@@ -145,7 +145,7 @@ impl OverSsh {
                     script = quote(&script),
                     out = quote(out),
                 );
-                let p = Running::here("ssh", &ssh.argv(&on_host), Stdio::null())?;
+                let p = Running::here("ssh", &ssh.argv(&on_host), None, Stdio::null())?;
                 (
                     Client::Drained(Box::new(p)),
                     format!(
@@ -156,7 +156,7 @@ impl OverSsh {
             Where::OnHostDrawn(kind) => {
                 let cpus = s.terminal_cpus.as_deref();
                 let on_host = drawn_on_host(*kind, &s.dir.path, &script, cpus);
-                let p = Running::here("ssh", &ssh.argv(&on_host), Stdio::null())?;
+                let p = Running::here("ssh", &ssh.argv(&on_host), None, Stdio::null())?;
                 (
                     Client::Drained(Box::new(p)),
                     format!("{} on an Xvfb display on host {name}", kind.settings_text()),
@@ -393,9 +393,7 @@ fn client_here(
 ) -> anyhow::Result<(Client, String)> {
     Ok(match drawn {
         None => {
-            let mut pinned = crate::measure::load::taskset(&cpus.map(str::to_owned));
-            pinned.extend(argv);
-            let p = Running::here("ssh", &pinned, stdout)?;
+            let p = Running::here("ssh", &argv, cpus, stdout)?;
             (
                 Client::Drained(Box::new(p)),
                 "a drained pseudo-terminal".into(),

@@ -216,13 +216,11 @@ fn children_matching(pid: u32, needle: &str) -> Vec<u32> {
     found
 }
 
-/// Emulator rows need Xvfb, xterm and alacritty (`shootout setup --all`
-/// installs them);
-/// without them the test says so and does nothing.
-fn xterm_missing() -> Option<String> {
-    let missing: Vec<&str> = ["Xvfb", "xterm", "alacritty"]
-        .into_iter()
-        .filter(|p| shootout::prepare::setup::find(p).is_none())
-        .collect();
-    (!missing.is_empty()).then(|| format!("{} not installed", missing.join(" and ")))
+/// Emulator rows need Xvfb, xterm and alacritty (`scripts/test` installs
+/// them as root): without them a test that draws fails, naming them.
+fn require_terminals() {
+    use shootout::prepare::setup::{require, ALACRITTY, FIXED_FONT, XTERM, XVFB};
+    if let Err(e) = require(&[XVFB, XTERM, FIXED_FONT, ALACRITTY]) {
+        panic!("{e}");
+    }
 }

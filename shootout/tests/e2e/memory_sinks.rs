@@ -103,14 +103,8 @@ fn sinks_drain_the_servers_own_lines_and_leave_nothing() {
          [[scenario]]\nname = \"pty\"\nserver = \"actix\"\nlog = \"terminal\"\n\n\
          [[scenario]]\nname = \"devnull\"\nserver = \"ntex\"\nlog = \"none\"\n",
     );
-    // xterm where it is installed (`shootout setup --all`); the other four
-    // sinks are checked either way.
-    let xterm = xterm_missing().is_none();
-    if xterm {
-        text += "\n[[scenario]]\nname = \"xterm\"\nserver = \"actix\"\nlog = \"xterm\"\n";
-    } else {
-        eprintln!("sinks test: xterm row left out: {:?}", xterm_missing());
-    }
+    require_terminals();
+    text += "\n[[scenario]]\nname = \"xterm\"\nserver = \"actix\"\nlog = \"xterm\"\n";
     std::fs::write(&file, text).unwrap();
     let out = tempfile::tempdir().unwrap();
     let ran = Ran::ok(&["run", file.to_str().unwrap()], out.path());
@@ -159,11 +153,7 @@ fn sinks_drain_the_servers_own_lines_and_leave_nothing() {
     let rows = summary["sinks"][0]["rows"].as_array().unwrap();
     let mut names: Vec<&str> = rows.iter().map(|r| r["row"].as_str().unwrap()).collect();
     names.sort();
-    let mut want = vec!["devnull", "file", "pipe", "pty"];
-    if xterm {
-        want.push("xterm");
-    }
-    want.sort();
+    let want = vec!["devnull", "file", "pipe", "pty", "xterm"];
     assert_eq!(names, want, "{summary}");
     for r in rows {
         // One access-log line per request at info level, on both twins.

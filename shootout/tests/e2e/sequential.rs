@@ -200,10 +200,7 @@ fn sigint_stops_everything_and_exits_130() {
 
 #[test]
 fn emulator_rows_run_in_real_terminals_and_leave_nothing() {
-    if let Some(why) = xterm_missing() {
-        eprintln!("SKIPPED emulator_rows_run_in_real_terminals_and_leave_nothing: {why} (run: cargo run -p shootout -- setup --all)");
-        return;
-    }
+    require_terminals();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("xterm.toml");
     std::fs::write(
