@@ -3,6 +3,7 @@
 //! The variants themselves (and their builder) are the `variants` crate's.
 
 pub mod build;
+pub mod cases;
 pub mod client;
 pub mod fuzz;
 pub mod process;

@@ -338,7 +338,8 @@ fn one_host_seam_here_in_a_namespace_and_over_ssh() {
                     "1".into(),
                 ],
                 cpus: Some("0"),
-                env: vec![("RUST_LOG", "info".into())],
+                env: vec![("RUST_LOG".into(), "info".into())],
+                cwd: None,
                 stdout: Stdio::null(),
                 session: true,
             })

@@ -1,6 +1,7 @@
 //! The subcommands, one file each: the command line is parsed here and each
 //! file turns its options into a call of the stages and an exit code.
 
+mod ab;
 mod calibrate;
 mod coverage;
 mod coverage_plan;
@@ -38,6 +39,9 @@ struct Cli {
 enum Cmd {
     /// Build, verify, measure and analyse every scenario of FILE.
     Run(run::Args),
+    /// Two servers' commands (each one string, with {port}) in the paired
+    /// design with an A/A: B against A, and A against a second A.
+    Ab(ab::Args),
     /// Install what the rows of FILEs (or all rows and tests, --all) run and
     /// this machine lacks: as root with apt-get, else one line naming the
     /// command. `run` and `calibrate` do this themselves first.
@@ -114,6 +118,7 @@ pub fn main() -> ExitCode {
     };
     match cli.command {
         Cmd::Run(a) => run::run(a),
+        Cmd::Ab(a) => ab::run(a),
         Cmd::Setup(a) => setup::run(a),
         Cmd::List(a) => list::run(a),
         Cmd::Report(a) => report::run(a),

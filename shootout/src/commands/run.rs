@@ -40,7 +40,7 @@ pub(super) struct Args {
 }
 
 /// A settle may be zero, as in the file.
-fn settle(s: &str) -> Result<Duration, String> {
+pub(super) fn settle(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| e.to_string())
 }
 
@@ -49,19 +49,61 @@ fn blocks(s: &str) -> Result<u32, String> {
     crate::config::paired::checked_blocks(n)
 }
 
+/// What `run`'s flags override in a file.
+#[derive(Debug, Default)]
+pub(super) struct Overrides {
+    pub only: Option<String>,
+    pub duration: Option<Duration>,
+    pub blocks: Option<u32>,
+    pub settle: Option<Duration>,
+    pub runs: Option<u32>,
+}
+
 pub(super) fn run(a: Args) -> ExitCode {
     let file = match super::load_file(&a.file) {
         Ok(f) => f,
         Err(code) => return code,
     };
-    let opts = RunOptions {
+    // Command rows start, listen and answer, or the file is refused at
+    // their line before anything is built or measured.
+    let rows: Vec<_> = file
+        .scenarios
+        .iter()
+        .filter(|s| a.only.as_ref().is_none_or(|o| *o == s.name))
+        .cloned()
+        .collect();
+    if let Err(e) = crate::stack::command::preflight(&file.path, &rows) {
+        eprintln!("shootout: {e}");
+        return ExitCode::from(2);
+    }
+    let overrides = Overrides {
         only: a.only,
         duration: a.duration,
         blocks: a.blocks,
         settle: a.settle,
         runs: a.runs,
-        out: a.out,
-        profile: a.build.profile(),
+    };
+    run_parsed(file, overrides, a.out, a.build.profile(), None)
+}
+
+/// Runs `file` as `shootout run` does, into a run folder under `out`;
+/// `keep` is a file (name, text) to leave in that folder (`shootout ab`'s
+/// scenario, which no file on disk holds).
+pub(super) fn run_parsed(
+    file: crate::config::scenario::ScenarioFile,
+    o: Overrides,
+    out: PathBuf,
+    profile: crate::prepare::build::Profile,
+    keep: Option<(&str, String)>,
+) -> ExitCode {
+    let opts = RunOptions {
+        only: o.only,
+        duration: o.duration,
+        blocks: o.blocks,
+        settle: o.settle,
+        runs: o.runs,
+        out,
+        profile,
     };
     let outcome = match run_file(&file, &opts, &stop_flag()) {
         Ok(outcome) => outcome,
@@ -74,6 +116,12 @@ pub(super) fn run(a: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some((name, text)) = keep {
+        let path = outcome.dir.join(name);
+        if let Err(e) = analysis::files::write_atomic(&path, text.as_bytes()) {
+            eprintln!("shootout: {e:#}");
+        }
+    }
     let _ = writeln!(
         std::io::stdout().lock(),
         "results: {}",

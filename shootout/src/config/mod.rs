@@ -2,6 +2,8 @@
 //! they name, parsed and checked before anything runs. Every error names
 //! the file and the line.
 
+pub mod command;
+pub mod command_row;
 pub mod hosts;
 pub mod list;
 pub mod memory;

@@ -109,15 +109,16 @@ pub fn row(
     earlier: &[Scenario],
     err: &Err,
 ) -> Result<Scenario, ScenarioError> {
-    let (name, at, server) = name_and_server(index, o, earlier, err)?;
-    let features = features(o, d, server, err)?;
+    let command = crate::config::command::command_of(o, d, err)?;
+    let (name, at, server) = name_and_server(index, o, earlier, command.is_some(), err)?;
+    let features = features(o, d, server, command.is_some(), err)?;
     let duration = |own: &Option<Spanned<String>>,
                     def: &Option<Spanned<String>>,
                     fallback: &str,
                     zero_ok: bool| {
         pick_duration(own.as_ref().or(def.as_ref()), fallback, zero_ok, err)
     };
-    let request = o.request.or(d.request).unwrap_or(Request::Post);
+    let request = o.request.or(d.request).unwrap_or(default_request(&command));
     let proxy = o
         .proxy
         .clone()
@@ -140,6 +141,7 @@ pub fn row(
         Some(sp) => Some(pick_duration(Some(sp), "0s", false, err)?),
     };
     let client_timeout = o.client_timeout.or(d.client_timeout);
+    command_rules(o, d, command.is_some(), hosts.is_some(), at, err)?;
     let needs = [
         (
             request == Request::Binary,
@@ -215,7 +217,58 @@ pub fn row(
         jump_scroll,
         writer_gap,
         log_style_always: false,
+        command,
     })
+}
+
+/// A command row asks GET unless it says (the twins' rows, POST).
+fn default_request(command: &Option<crate::config::command_row::CommandRow>) -> Request {
+    match command {
+        Some(_) => Request::Get,
+        None => Request::Post,
+    }
+}
+
+/// What a command row (`is_command`) may not set: remote hosts (it runs
+/// on this machine or its namespaces), and the twins' own flags and
+/// builds.
+fn command_rules(
+    o: &Settings,
+    d: &Settings,
+    is_command: bool,
+    remote: bool,
+    at: usize,
+    err: &Err,
+) -> Result<(), ScenarioError> {
+    if !is_command {
+        return Ok(());
+    }
+    if remote {
+        return Err(err(
+            at,
+            "a command row runs on this machine or its namespaces, not on remote hosts".into(),
+        ));
+    }
+    let twin_only = [
+        ("spin_ns", o.spin_ns.or(d.spin_ns).is_some()),
+        (
+            "client_timeout",
+            o.client_timeout.or(d.client_timeout).is_some(),
+        ),
+        ("libc", o.libc.or(d.libc).is_some()),
+        ("backlog", o.backlog.is_some() || d.backlog.is_some()),
+        (
+            "log = \"ssh-terminal\"",
+            o.log.or(d.log) == Some(LogSink::SshTerminal),
+        ),
+    ];
+    if let Some((key, _)) = twin_only.iter().find(|(_, set)| *set) {
+        return Err(err(
+            at,
+            format!("{key} is a setting of the twins: a command row passes its own flags in its command"),
+        ));
+    }
+    Ok(())
 }
 
 /// `placement = "free"` (true) or `"pinned"` (false, the default); CPU
@@ -378,6 +431,7 @@ fn name_and_server(
     index: usize,
     o: &Settings,
     earlier: &[Scenario],
+    command: bool,
     err: &Err,
 ) -> Result<(String, usize, Server), ScenarioError> {
     let Some(name_sp) = &o.name else {
@@ -398,8 +452,15 @@ fn name_and_server(
     if earlier.iter().any(|x| x.name == name) {
         return Err(err(at, format!("scenario name {name:?} is used twice")));
     }
+    if command {
+        // Not built and never named: `Scenario::server_name` says `command`.
+        return Ok((name, at, Server::Actix));
+    }
     let Some(server_sp) = &o.server else {
-        return Err(err(at, format!("scenario {name:?} has no server")));
+        return Err(err(
+            at,
+            format!("scenario {name:?} has no server (actix, ntex) and no command"),
+        ));
     };
     let Some(server) = Server::from_name(server_sp.get_ref()) else {
         return Err(err(
@@ -419,8 +480,13 @@ fn features(
     o: &Settings,
     d: &Settings,
     server: Server,
+    is_command: bool,
     err: &Err,
 ) -> Result<Vec<String>, ScenarioError> {
+    // A command row builds nothing (its own `features` key is refused).
+    if is_command {
+        return Ok(Vec::new());
+    }
     let empty = Spanned::new(0..0, Vec::new());
     let feature_list = o
         .features

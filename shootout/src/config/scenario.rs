@@ -307,6 +307,9 @@ pub struct Scenario {
     /// sinks, so that the server writes (into a file) the lines it writes
     /// to a terminal, colours included (`RUST_LOG_STYLE=always`).
     pub log_style_always: bool,
+    /// A command row: a server the project did not build (`server` is
+    /// then only a placeholder; [`Scenario::server_name`] says `command`).
+    pub command: Option<crate::config::command_row::CommandRow>,
 }
 
 /// Slow clients that run beside a paired row's load against its server
@@ -351,14 +354,48 @@ impl Scenario {
             label: String::new(),
             original: None,
             against: None,
+            // Where a command is written is not what it runs.
+            command: s
+                .command
+                .clone()
+                .map(|c| crate::config::command_row::CommandRow { line: 0, ..c }),
             ..s.clone()
         };
         plain(self) == plain(other)
     }
 
-    /// `actix-server+global-counter+keepalive-os`: one build per distinct value.
+    /// `actix-server+global-counter+keepalive-os`: one build per distinct
+    /// value; a command row's command line (`command: ./srv --port {port}`).
     pub fn variant(&self) -> String {
-        self.build_variant().name()
+        match &self.command {
+            Some(c) => format!("command: {}", c.shown()),
+            None => self.build_variant().name(),
+        }
+    }
+
+    /// `actix`, `ntex`, or `command` for a command row.
+    pub fn server_name(&self) -> String {
+        match &self.command {
+            Some(_) => "command".into(),
+            None => format!("{:?}", self.server).to_lowercase(),
+        }
+    }
+
+    /// Whether the twins' own checks apply (the counter's conformance,
+    /// acknowledged POSTs equal to the count): not for a command row.
+    pub fn is_twin(&self) -> bool {
+        self.command.is_none()
+    }
+
+    /// What a command row's record says of the twins' checks, which it
+    /// skips; none for a twin.
+    pub fn twin_checks(&self) -> Option<String> {
+        self.command.as_ref().map(|_| {
+            "skipped: a command row (the counter's conformance and acknowledged POSTs \
+             against the server's count are the twins' checks; it must only answer \
+             its readiness probe)"
+                .into()
+        })
     }
 
     /// The CPUs nginx is pinned to: `nginx_cpus` when the row sets it,

@@ -9,6 +9,20 @@ use toml::Spanned;
 use crate::config::scenario::{LogSink, Request, ScenarioError, Topology};
 use crate::config::spans::Err;
 
+/// `ready = { method = "GET", path = "/", status = 200 }` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadyToml {
+    pub method: Option<String>,
+    pub path: Option<String>,
+    pub status: Option<u16>,
+    /// How long it may take to answer so after its start (`20s`).
+    pub within: Option<String>,
+}
+
+/// The environment table as written.
+pub type EnvToml = std::collections::BTreeMap<String, String>;
+
 /// `libc = "glibc"` or `"musl"`.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -101,6 +115,18 @@ pub struct Settings {
     /// (`shootout sink-writer --gap`), so lines reach the sink one at a
     /// time as a server writes them; back to back when absent.
     pub writer_gap: Option<Spanned<String>>,
+    /// A command row: the server's command line, with `{port}` and the
+    /// other placeholders (`{host}`, `{cpus}`, `{workers}`).
+    pub command: Option<Spanned<Vec<String>>>,
+    /// A command row's build: run once, in the runner's directory (or
+    /// `cwd`), before the command is first started.
+    pub build: Option<Spanned<Vec<String>>>,
+    /// A command row's environment, working directory, readiness probe
+    /// and request path.
+    pub env: Option<Spanned<EnvToml>>,
+    pub cwd: Option<Spanned<String>>,
+    pub ready: Option<Spanned<ReadyToml>>,
+    pub path: Option<Spanned<String>>,
 }
 
 /// A file's `[[scenario]]` rows, its `[defaults]` and its baseline, as

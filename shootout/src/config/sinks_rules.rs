@@ -26,7 +26,9 @@ pub fn sinks_design(
         err,
     )?;
     for s in rows {
-        let why = if !s.features.iter().any(|f| f == "log-stdout") {
+        let why = if s.command.is_some() {
+            Some("is a command row: the sinks design writes the twins' own lines, with no server")
+        } else if !s.features.iter().any(|f| f == "log-stdout") {
             Some("logs nothing to stdout: a sink's lines are the server's own, so add the log-stdout feature")
         } else {
             None

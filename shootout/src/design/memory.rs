@@ -85,7 +85,12 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
     let started = Instant::now();
     rec.startup_line = stack.startup_line.clone();
     let field = |key: &str| app_core::startup_field(&stack.startup_line, key).map(str::to_owned);
-    rec.server = s.server.binary().to_string();
+    rec.server = match &s.command {
+        Some(_) => s.server_name(),
+        None => s.server.binary().to_string(),
+    };
+    rec.command = s.command.as_ref().map(|c| c.shown());
+    rec.twin_checks = s.twin_checks();
     rec.allocator = field("allocator").unwrap_or_else(|| "unknown".into());
     rec.workers = field("workers").and_then(|w| w.parse().ok());
     stack.verify(place.client())?;
@@ -118,7 +123,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
     ] {
         argv.extend([flag.into(), value]);
     }
-    argv.push(format!("http://{}/", stack.target));
+    argv.push(crate::measure::load::url(s, stack.target));
     let mut loadgen =
         crate::measure::load::spawn(place.client(), s.loadgen_cpus.as_deref(), argv, &log)?;
     crate::hold_at::stage("measure");

@@ -359,7 +359,11 @@ fn build_all(
     scenarios: &[Scenario],
     profile: build::Profile,
 ) -> anyhow::Result<(PathBuf, HashMap<String, PathBuf>)> {
-    let mut variants: Vec<String> = scenarios.iter().map(Scenario::variant).collect();
+    let mut variants: Vec<String> = scenarios
+        .iter()
+        .filter(|s| s.is_twin())
+        .map(Scenario::variant)
+        .collect();
     variants.sort();
     variants.dedup();
     eprintln!(
@@ -370,7 +374,11 @@ fn build_all(
     let mut binaries = HashMap::new();
     for s in scenarios {
         if let std::collections::hash_map::Entry::Vacant(slot) = binaries.entry(s.variant()) {
-            slot.insert(build::server(root, s, profile)?);
+            // A command row's program is its own, found when the file was read.
+            slot.insert(match &s.command {
+                Some(c) => PathBuf::from(&c.argv[0]),
+                None => build::server(root, s, profile)?,
+            });
         }
     }
     Ok((loadgen, binaries))
@@ -519,8 +527,16 @@ mod tests {
         assert_eq!(names(Some("aa")), ["actix", "aa"]);
         assert_eq!(
             names(None),
-            ["actix", "ntex", "ntex-nginx", "ntex-netns", "aa"]
+            [
+                "actix",
+                "ntex",
+                "actix-log-pipe",
+                "ntex-nginx",
+                "ntex-netns",
+                "aa"
+            ]
         );
+        assert_eq!(names(Some("actix-log-pipe")), ["actix", "actix-log-pipe"]);
         assert!(select(&file, &opts(Some("actix"))).is_err());
     }
 }

@@ -361,7 +361,7 @@ impl<'a> Side<'a> {
         }
         let totals = load::read_log(&self.log)?;
         let stack = self.stack.take().context("no stack")?;
-        let check = if verify::post_body(self.scenario.request).is_some() && !stack.is_ceiling() {
+        let check = if verify::post_body(self.scenario.request).is_some() && stack.has_counter() {
             let after = stack.count(self.place.client())?;
             let c = self.scenario.connections;
             Some(counter::check(self.before, after, totals.acknowledged, c))

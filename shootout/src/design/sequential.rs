@@ -131,7 +131,7 @@ fn run_stages(job: &Job, facts: &mut RowFacts) -> anyhow::Result<()> {
             );
         }
     }
-    if verify::post_body(s.request).is_some() && !stack.is_ceiling() {
+    if verify::post_body(s.request).is_some() && stack.has_counter() {
         let after = stack.count(place.client())?;
         facts.counter = Some(counter::check(before, after, acknowledged, s.connections)?);
     }

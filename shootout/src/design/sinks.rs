@@ -23,7 +23,7 @@
 //! `ROW.sinks.json` records the sample and each run's lines, bytes and
 //! seconds; the analysis gives lines/s with an interval over runs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -420,11 +420,14 @@ fn drain_once(
     let far_report = format!("report-{k:02}.json");
     let writer =
         |exe: String, lines: String, report: String| writer_argv(job, settings, exe, lines, report);
+    // A writer here runs where the row's server would (inside an emulator
+    // too); one over ssh is placed there.
+    let writer_here = far.is_none().then_some(s.server_cpus.as_deref()).flatten();
     let (argv, kind) = match far {
         Some(f) => {
             // Pinned there by `taskset` inside the session's command.
-            let mut remote = pinned(s.server_cpus.as_deref());
-            remote.extend(writer(f.exe.clone(), f.lines.clone(), far_report.clone()));
+            let own = writer(f.exe.clone(), f.lines.clone(), far_report.clone());
+            let remote = [pinned(s.server_cpus.as_deref()), own].concat();
             let t = s.ssh_terminal.as_ref().context("an ssh-terminal row")?;
             let kind = match t.terminal {
                 Drawn::Drained => LogSink::Terminal,
@@ -447,8 +450,7 @@ fn drain_once(
             (local, s.log)
         }
     };
-    // An ssh terminal drains what its buffers hold (a megabyte or more) after
-    // the writer ends: at 1 Mbit/s, some 10 s.
+    // An ssh terminal drains its buffers (1 MB or more) after: at 1 Mbit/s, 10 s.
     let deadline = settings.settle + settings.length + Duration::from_secs(60);
     let stopping = || job.run.stopping();
     let stderr = dir.join("server.stderr");
@@ -457,14 +459,9 @@ fn drain_once(
         LogSink::Xterm | LogSink::Alacritty => {
             let kind = emulator::Kind::of(s).context("an emulator row")?;
             let tag = job.tmp.display().to_string();
-            // The emulator on the row's terminal CPUs (the writer's, where
-            // the writer runs here), read back before anything counts.
+            // The emulator on the row's terminal CPUs, read back before anything counts.
             let cpus = s.terminal_cpus();
-            // The writer inside it (not an ssh client) on the server's CPUs.
-            let inside = match far {
-                Some(_) => argv,
-                None => [pinned(s.server_cpus.as_deref()), argv].concat(),
-            };
+            let inside = [pinned(writer_here), argv].concat();
             let mut term = Emulator::start(kind, &dir, &inside, &[], &tag, cpus.as_deref())?;
             term.read_cpus(cpus.as_deref()).check()?;
             terminal = Some(term.describe());
@@ -475,20 +472,15 @@ fn drain_once(
         kind => {
             // The reader on the row's sink CPUs (the writer's, here), read
             // back before anything counts; with `far`, the ssh client here
-            // that it reads is part of it and runs there too.
+            // that it reads is part of it and runs there too (the writer here, where
+            // the row's server would be).
             let cpus = s.sink_cpus();
             let mut sink = Sink::new(kind, &dir.join("out.txt"), cpus.as_deref())?;
             if let Some(read) = sink.read_cpus(cpus.as_deref()) {
                 read.check()?;
             }
-            // The writer where the row's server would be; with `far`, the
-            // ssh client here on the sink's CPUs.
             let mut cmd = Command::new(&argv[0]);
-            let placed = match far {
-                Some(_) => cpus.as_deref(),
-                None => s.server_cpus.as_deref(),
-            };
-            affinity::pin_at_exec(&mut cmd, placed)?;
+            affinity::pin_at_exec(&mut cmd, writer_here.or(far.and(cpus.as_deref())))?;
             cmd.args(&argv[1..])
                 .stdin(Stdio::null())
                 .stdout(sink.stdio.take().context("the sink's stdout")?)
@@ -513,8 +505,24 @@ fn drain_once(
             status
         }
     };
+    writer_ended(status, stopping(), deadline, &stderr)?;
+    let text = match far {
+        Some(f) => f.end.read(&far_report)?,
+        None => std::fs::read(&report).with_context(|| format!("reading {}", report.display()))?,
+    };
+    Ok((serde_json::from_slice(&text)?, terminal))
+}
+
+/// How a local drain's writer ended: an error unless it exited 0 in time
+/// (interrupted when the run was `stopping`).
+fn writer_ended(
+    status: Option<ExitStatus>,
+    stopping: bool,
+    deadline: Duration,
+    stderr: &Path,
+) -> anyhow::Result<()> {
     let Some(status) = status else {
-        if stopping() {
+        if stopping {
             return Err(Interrupted.into());
         }
         bail!(
@@ -525,14 +533,10 @@ fn drain_once(
     if !status.success() {
         bail!(
             "the sink writer exited with {status}: {}",
-            last_line(&stderr)
+            last_line(stderr)
         );
     }
-    let text = match far {
-        Some(f) => f.end.read(&far_report)?,
-        None => std::fs::read(&report).with_context(|| format!("reading {}", report.display()))?,
-    };
-    Ok((serde_json::from_slice(&text)?, terminal))
+    Ok(())
 }
 
 /// The writer's command line (started where the row's server would be),
@@ -645,7 +649,7 @@ fn until(
     }
 }
 
-fn last_line(path: &PathBuf) -> String {
+fn last_line(path: &Path) -> String {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()

@@ -278,7 +278,7 @@ pub(super) fn check_counter(
     for log in logs {
         acknowledged += load::read_log(log)?.acknowledged;
     }
-    if !stack.is_ceiling() && crate::check::verify::post_body(s.request).is_some() {
+    if stack.has_counter() && crate::check::verify::post_body(s.request).is_some() {
         let after = stack.count(place.client())?;
         let in_flight = s.connections.saturating_mul(logs.len() as u32);
         facts.counter = Some(counter::check(before, after, acknowledged, in_flight)?);

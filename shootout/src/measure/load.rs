@@ -61,8 +61,15 @@ pub fn argv(loadgen: &str, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<S
         Request::Post => argv.extend(["--body".into(), "500".into()]),
         Request::Binary => argv.extend(["--body-hex".into(), "f401".into()]),
     }
-    argv.push(format!("http://{target}/"));
+    argv.push(url(s, target));
     argv
+}
+
+/// What row `s`'s loadgen requests at `target`: `/`, or a command row's
+/// own path.
+pub fn url(s: &Scenario, target: SocketAddr) -> String {
+    let path = s.command.as_ref().map_or("/", |c| c.path.as_str());
+    format!("http://{target}{path}")
 }
 
 /// `argv` (from [`argv`], an open-model load) with loadgen told to wake
@@ -102,7 +109,7 @@ pub fn slow_argv(
     ] {
         argv.extend([flag.into(), value]);
     }
-    argv.push(format!("http://{target}/"));
+    argv.push(url(s, target));
     argv
 }
 
@@ -147,6 +154,7 @@ pub fn spawn(
         argv,
         cpus,
         env: Vec::new(),
+        cwd: None,
         stdout: Stdio::from(out),
         session: false,
     })
@@ -249,7 +257,7 @@ mod tests {
         let mut wrong = Vec::new();
         for _ in 0..CYCLES {
             let argv = vec!["sleep".to_string(), "10".into()];
-            let mut p = spawn(&Host::Local, Some("0"), argv, &log).unwrap();
+            let mut p = spawn(&Host::here(), Some("0"), argv, &log).unwrap();
             let read = p.read_cpus("loadgen", Some("0")).unwrap();
             if let Err(e) = read.check() {
                 wrong.push(e.to_string());

@@ -24,22 +24,28 @@ impl Exchange {
     }
 }
 
-/// One request on a fresh connection.
-pub fn exchange(addr: SocketAddr, method: &str, body: Option<&[u8]>) -> anyhow::Result<Exchange> {
+/// One request to `path` on a fresh connection.
+pub fn exchange(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&[u8]>,
+) -> anyhow::Result<Exchange> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
         .with_context(|| format!("connecting to {addr}"))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    s.write_all(&request(addr, method, body))?;
+    s.write_all(&request(addr, method, path, body))?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)
         .with_context(|| format!("reading the answer from {addr}"))?;
     parse(&raw)
 }
 
-/// The bytes of one request to `/` that asks the server to close after it.
-pub fn request(addr: SocketAddr, method: &str, body: Option<&[u8]>) -> Vec<u8> {
+/// The bytes of one request to `path` that asks the server to close
+/// after it.
+pub fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&[u8]>) -> Vec<u8> {
     let mut req =
-        format!("{method} / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n").into_bytes();
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n").into_bytes();
     if let Some(b) = body {
         req.extend_from_slice(format!("Content-Length: {}\r\n\r\n", b.len()).as_bytes());
         req.extend_from_slice(b);

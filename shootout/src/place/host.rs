@@ -60,7 +60,10 @@ pub struct Launch<'a> {
     /// its wrapper shell before that shell names its pid. No reading of its
     /// placement can see it elsewhere, however early it comes.
     pub cpus: Option<&'a str>,
-    pub env: Vec<(&'static str, String)>,
+    pub env: Vec<(String, String)>,
+    /// Where it runs (here and in namespaces); the runner's directory when
+    /// none.
+    pub cwd: Option<&'a Path>,
     pub stdout: Stdio,
     /// Lead a session of its own (servers; see [`Proc::spawn_session`]),
     /// else a process group of its own.
@@ -84,6 +87,12 @@ impl Drop for HostDir {
 }
 
 impl Host {
+    /// This machine as it is: where a command row is tried before any row
+    /// is placed, and where the runner's own tests spawn.
+    pub fn here() -> Host {
+        Host::Local
+    }
+
     /// True for the same place (the same namespace, the same remote host).
     pub fn same(&self, other: &Host) -> bool {
         match (self, other) {
@@ -177,6 +186,14 @@ impl Host {
     /// Starts `l` on this host, its stdin closed and its stderr followed.
     pub fn spawn(&self, l: Launch) -> anyhow::Result<Running> {
         if let Host::Remote(s) = self {
+            if let Some(dir) = l.cwd {
+                bail!(
+                    "host {}: {} would run in {}, which only this machine has",
+                    s.host.name,
+                    l.name,
+                    dir.display()
+                );
+            }
             let mut argv: Vec<String> = Vec::new();
             if !l.env.is_empty() {
                 argv.push("env".into());
@@ -194,6 +211,9 @@ impl Host {
             .stdin(Stdio::null())
             .stdout(l.stdout)
             .stderr(Stdio::piped());
+        if let Some(dir) = l.cwd {
+            cmd.current_dir(dir);
+        }
         // `ip netns exec` is placed too, and its program inherits the set.
         crate::place::affinity::pin_at_exec(&mut cmd, l.cpus)?;
         let mut p = if l.session {
@@ -366,6 +386,17 @@ impl Host {
         method: &str,
         body: Option<&[u8]>,
     ) -> anyhow::Result<Exchange> {
+        self.exchange_at(addr, method, "/", body)
+    }
+
+    /// [`Host::exchange`] to `path` (a command row's readiness probe).
+    pub fn exchange_at(
+        &self,
+        addr: SocketAddr,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> anyhow::Result<Exchange> {
         match self {
             Host::Remote(s) => {
                 let script = format!(
@@ -378,15 +409,16 @@ impl Host {
                 );
                 let raw = s.run_with_input(
                     &script,
-                    &exchange::request(addr, method, body),
-                    &format!("{method} http://{addr}/"),
+                    &exchange::request(addr, method, path, body),
+                    &format!("{method} http://{addr}{path}"),
                 )?;
                 exchange::parse(&raw)
                     .with_context(|| format!("host {}: the answer from {addr}", s.host.name))
             }
             _ => {
-                let (method, body) = (method.to_string(), body.map(<[u8]>::to_vec));
-                self.within(move || exchange::exchange(addr, &method, body.as_deref()))?
+                let (method, path) = (method.to_string(), path.to_string());
+                let body = body.map(<[u8]>::to_vec);
+                self.within(move || exchange::exchange(addr, &method, &path, body.as_deref()))?
             }
         }
     }

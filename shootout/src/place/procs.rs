@@ -127,23 +127,69 @@ impl Proc {
         }
     }
 
-    /// SIGTERM to the group, SIGKILL after `grace`; returns the exit status.
+    /// SIGTERM to the group and to every process of its session outside
+    /// it ([`group`]: a child that made a group of its own), SIGKILL after
+    /// `grace`; whatever of them outlives the child itself is killed then.
+    /// Returns the exit status.
     pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
-        if let Some(s) = self.try_wait() {
-            return Some(s);
-        }
-        self.signal(libc::SIGTERM);
-        let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            if let Some(s) = self.try_wait() {
-                return Some(s);
+        let me = self.pid();
+        // The processes of its session outside its group: the group's own
+        // get each signal once, through the group.
+        let tree = || -> Vec<i32> {
+            group(me)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(_, f)| f.get(2).and_then(|g| g.parse::<i32>().ok()) != Some(me))
+                .map(|(p, _)| p)
+                .collect()
+        };
+        let members = tree();
+        let kill_all = |members: &[i32], sig: i32| {
+            for &p in members {
+                // SAFETY: kill(2) on processes of the tree this runner started.
+                unsafe {
+                    libc::kill(p, sig);
+                }
             }
-            std::thread::sleep(Duration::from_millis(20));
+        };
+        let status = match self.try_wait() {
+            Some(s) => Some(s),
+            None => {
+                self.signal(libc::SIGTERM);
+                kill_all(&members, libc::SIGTERM);
+                let deadline = Instant::now() + grace;
+                let mut done = None;
+                while Instant::now() < deadline {
+                    if let Some(s) = self.try_wait() {
+                        done = Some(s);
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                done.or_else(|| {
+                    self.signal(libc::SIGKILL);
+                    kill_all(&members, libc::SIGKILL);
+                    let s = self.child.wait().ok();
+                    self.status = s;
+                    s
+                })
+            }
+        };
+        // What outlives it (of its group or session, or named before it
+        // went): a moment, then SIGKILL.
+        let mut left: Vec<i32> = members
+            .into_iter()
+            .chain(group(me).unwrap_or_default().into_iter().map(|(p, _)| p))
+            .collect();
+        left.retain(|&p| p != me && alive(p));
+        if !left.is_empty() {
+            let deadline = Instant::now() + grace.min(Duration::from_secs(1));
+            while Instant::now() < deadline && left.iter().any(|&p| alive(p)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            kill_all(&left, libc::SIGKILL);
         }
-        self.signal(libc::SIGKILL);
-        let s = self.child.wait().ok();
-        self.status = s;
-        s
+        status
     }
 
     /// Waits for the child to exit on its own.
@@ -153,6 +199,15 @@ impl Proc {
         }
         self.status
     }
+}
+
+/// Whether process `pid` exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+        st.rfind(')')
+            .and_then(|c| st[c + 2..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
 }
 
 impl Drop for Proc {
@@ -237,9 +292,24 @@ pub fn resident_kib(pid: i32) -> Option<(u64, Option<u64>)> {
     Some((rss, pss))
 }
 
-/// The processes of group `pgid`, each with the fields of its
-/// `/proc/PID/stat` after the command name (field 0 is the state).
+/// The processes of group `pgid` and of the session it leads (a server
+/// starts one: a child that made a group of its own in it is still the
+/// server's; one that starts a session of its own, as a daemon does, is
+/// not followed), each with the fields of its `/proc/PID/stat` after the
+/// command name (field 0 is the state, 2 the group, 3 the session).
 pub(crate) fn group(pgid: i32) -> Option<Vec<(i32, Vec<String>)>> {
+    let field = |f: &[String], i: usize| f.get(i).and_then(|v| v.parse::<i32>().ok());
+    Some(
+        all_processes()?
+            .into_iter()
+            .filter(|(_, f)| field(f, 2) == Some(pgid) || field(f, 3) == Some(pgid))
+            .collect(),
+    )
+}
+
+/// Every process on this machine with its `/proc/PID/stat` fields after
+/// the command name.
+fn all_processes() -> Option<Vec<(i32, Vec<String>)>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Some(pid) = entry
@@ -260,9 +330,7 @@ pub(crate) fn group(pgid: i32) -> Option<Vec<(i32, Vec<String>)>> {
             .split_whitespace()
             .map(str::to_owned)
             .collect();
-        if fields.get(2).and_then(|g| g.parse::<i32>().ok()) == Some(pgid) {
-            out.push((pid, fields));
-        }
+        out.push((pid, fields));
     }
     Some(out)
 }

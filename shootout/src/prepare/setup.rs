@@ -116,11 +116,19 @@ pub const CHROMIUM: Need = Need {
     why: "the report's browser test",
 };
 
+/// Go, for the Go example server (`examples/go-counter`: its conformance
+/// test and the command rows that build it).
+pub const GO: Need = Need {
+    program: "go",
+    package: "golang-go",
+    why: "the Go example server",
+};
+
 /// Everything any scenario or test can need.
 pub fn all() -> Vec<Need> {
     vec![
         NGINX, IP, TASKSET, CMAKE, GXX, CC, MAKE, MUSL_GCC, XVFB, XAUTH, XTERM, FIXED_FONT,
-        ALACRITTY, SSH, SSHD, CHROMIUM,
+        ALACRITTY, SSH, SSHD, CHROMIUM, GO,
     ]
 }
 
@@ -166,6 +174,13 @@ pub fn needs_of<'a>(rows: impl IntoIterator<Item = &'a Scenario>) -> Vec<Need> {
             )
         {
             needs.push(XAUTH);
+        }
+        // A command row whose build or command runs Go.
+        if let Some(c) = &s.command {
+            let words = c.build.iter().flatten().chain(&c.written);
+            if words.clone().any(|w| w == "go" || w.contains("go build")) {
+                needs.push(GO);
+            }
         }
         if let Some(t) = &s.ssh_terminal {
             use crate::config::scenario::Drawn;

@@ -120,12 +120,18 @@ pub struct SinkRecord {
     /// the host.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sshd_cpus: Option<String>,
+    /// A command row's command line (placeholders kept), and what became
+    /// of the twins' checks it skips.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub twin_checks: Option<String>,
 }
 
 impl SinkRecord {
     pub fn of(s: &Scenario) -> SinkRecord {
         SinkRecord {
-            server: format!("{:?}", s.server).to_lowercase(),
+            server: s.server_name(),
             log: s.log.file_name(),
             log_level: s.log_level.clone(),
             log_stdout: s.features.iter().any(|f| f == "log-stdout"),
@@ -136,6 +142,8 @@ impl SinkRecord {
             server_host: s.hosts.as_ref().map(|h| h.server.clone()),
             reader_cpus: s.sink_cpus(),
             sshd_cpus: s.sshd_cpus.clone(),
+            command: s.command.as_ref().map(|c| c.shown()),
+            twin_checks: s.twin_checks(),
         }
     }
 }

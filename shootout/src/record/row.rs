@@ -50,6 +50,11 @@ pub struct RowRecord {
     /// /proc: every thread's allowed CPUs.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<crate::place::affinity::ReadCpus>,
+    /// A command row's command line and what became of the twins' checks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub twin_checks: Option<String>,
 }
 
 /// What the stages of one repetition found, each stage's result kept
@@ -130,6 +135,8 @@ impl RowRecord {
             netem,
             error,
             cpus: facts.cpus,
+            command: s.command.as_ref().map(|c| c.shown()),
+            twin_checks: s.twin_checks(),
         };
         (rec, interrupted)
     }

@@ -226,15 +226,18 @@ fn launch(
         let terminal = Some(x.describe());
         return Ok((ServerProc::InTerminal(Box::new(x), lines), terminal));
     }
-    let mut env = vec![("RUST_LOG", s.log_level.clone())];
+    let mut env = vec![("RUST_LOG".to_string(), s.log_level.clone())];
     if s.log_style_always {
-        env.push(("RUST_LOG_STYLE", "always".into()));
+        env.push(("RUST_LOG_STYLE".into(), "always".into()));
     }
+    // A command row's own environment, after the runner's.
+    env.extend(s.command.iter().flat_map(|c| c.env.iter().cloned()));
     let proc_ = place.server.spawn(Launch {
         name: "server",
         argv,
         cpus: s.server_cpus.as_deref(),
         env,
+        cwd: s.command.as_ref().and_then(|c| c.cwd.as_deref()),
         stdout,
         session: true,
     })?;

@@ -3,6 +3,7 @@
 //! or on remote hosts, all through [`Host`]), verified from each load host,
 //! and stopped; dropping a stack stops whatever it still runs, wherever.
 
+pub mod command;
 pub mod emulator;
 pub(crate) mod in_sink;
 pub mod nginx;
@@ -65,6 +66,8 @@ pub struct Stack {
     server_host: Host,
     binary: bool,
     ceiling: bool,
+    /// False for a command row: the counter's checks are the twins'.
+    twin: bool,
     _dirs: Vec<HostDir>,
 }
 
@@ -95,12 +98,26 @@ impl Stack {
         } else {
             place.listen_ip
         };
-        let argv = server_argv(
-            s,
-            place.server.place_binary(spec.server_bin)?,
-            SocketAddr::new(bind_ip, 0),
-            Path::new(&files.path),
-        );
+        // A command row's server is told its port (picked here, free a
+        // moment ago); a twin picks its own and prints it.
+        let (argv, command_addr) = match &s.command {
+            Some(c) => {
+                let port = place.server.pick_port(bind_ip)?;
+                (
+                    command::argv(c, s, bind_ip, port),
+                    Some(SocketAddr::new(bind_ip, port)),
+                )
+            }
+            None => (
+                server_argv(
+                    s,
+                    place.server.place_binary(spec.server_bin)?,
+                    SocketAddr::new(bind_ip, 0),
+                    Path::new(&files.path),
+                ),
+                None,
+            ),
+        };
         // Logs are sinks under test, not results: they live in the private
         // dirs (removed afterwards); their sizes are recorded.
         let log_file = s
@@ -117,10 +134,19 @@ impl Stack {
             stderr_done,
         } = in_sink::start(s, &spec.tmp, place, argv, &files)?;
         crate::hold_at::stage("start");
-        let startup_line = wait_startup(&mut server)
-            .map_err(|e| anyhow::anyhow!("{}{e:#}", place.server.prefix()))?;
-        let server_addr: SocketAddr = app_core::startup_addr(&startup_line)
-            .with_context(|| format!("no addr= in the start-up line {startup_line:?}"))?;
+        let (startup_line, server_addr) = match (&s.command, command_addr) {
+            (Some(c), Some(addr)) => {
+                let line = command::await_ready(&mut server, &place.server, addr, c)?;
+                (line, addr)
+            }
+            _ => {
+                let line = wait_startup(&mut server)
+                    .map_err(|e| anyhow::anyhow!("{}{e:#}", place.server.prefix()))?;
+                let addr: SocketAddr = app_core::startup_addr(&line)
+                    .with_context(|| format!("no addr= in the start-up line {line:?}"))?;
+                (line, addr)
+            }
+        };
 
         let mut stack = Stack {
             nginx: None,
@@ -136,6 +162,7 @@ impl Stack {
             server_host: place.server.clone(),
             binary: s.request == Request::Binary,
             ceiling: s.proxy.as_deref() == Some("static"),
+            twin: s.is_twin(),
             _dirs: vec![files],
         };
         if let Some(name) = &s.proxy {
@@ -177,6 +204,11 @@ impl Stack {
             }
             return Ok(None);
         }
+        if !self.twin {
+            // A command row answered its readiness probe from the server's
+            // host; here it must answer from the load's (through nginx too).
+            return Ok(None);
+        }
         let v = verify::verify(exchange, self.binary)
             .with_context(|| format!("{}verifying the server at {target}", client.prefix()))?;
         Ok(Some(v))
@@ -191,6 +223,12 @@ impl Stack {
     /// True for the nginx static ceiling row (no app, no counter).
     pub fn is_ceiling(&self) -> bool {
         self.ceiling
+    }
+
+    /// Whether the app has the twins' counter to check acknowledged POSTs
+    /// against: not the ceiling row, not a command row.
+    pub fn has_counter(&self) -> bool {
+        self.twin && !self.ceiling
     }
 
     /// What the server has written so far to a file sink (`log =
@@ -319,7 +357,13 @@ impl Stack {
             .log_file
             .as_ref()
             .and_then(|p| self.server_host.file_size(&p.display().to_string()));
-        let result = if out.server_exit == Some(0) {
+        // A twin exits 0 on SIGTERM; a command row's server may also die
+        // of it, as most servers do (a shell's 143 is the same).
+        let by_term = || {
+            use std::os::unix::process::ExitStatusExt;
+            exit.is_some_and(|st| st.signal() == Some(libc::SIGTERM) || st.code() == Some(143))
+        };
+        let result = if out.server_exit == Some(0) || (!self.twin && by_term()) {
             Ok(())
         } else {
             Err(anyhow::anyhow!(

@@ -87,6 +87,7 @@ pub fn start(
             argv,
             cpus: cpus.as_deref(),
             env: Vec::new(),
+            cwd: None,
             stdout: Stdio::null(),
             session: false,
         })?;

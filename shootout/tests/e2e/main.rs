@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 mod support;
 use support::{leftovers, namespaces_of, tagged};
 
+mod command;
 mod memory_sinks;
 mod paired;
 mod refusals;

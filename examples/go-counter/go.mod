@@ -1,0 +1,3 @@
+module shootout/examples/go-counter
+
+go 1.19
