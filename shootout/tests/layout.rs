@@ -612,3 +612,16 @@ fn readme_lists_every_scenario_file_and_no_other() {
         problems.join("\n")
     );
 }
+
+/// The top README is a door: what the project is, how to start, one line
+/// per finding; the accounts sit one link deeper. At most 200 lines.
+#[test]
+fn top_readme_stays_within_200_lines() {
+    let top = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let text = std::fs::read_to_string(top).unwrap();
+    let n = text.lines().count();
+    assert!(
+        n <= 200,
+        "README.md has {n} lines, over 200: move the detail behind a link"
+    );
+}
