@@ -19,6 +19,11 @@ lock = threading.Lock()
 
 class Counter(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # One write per answer (head and body flushed together after each
+    # request), and no Nagle: otherwise the body waits for the peer's
+    # delayed ACK of the head, about 40 ms an answer.
+    wbufsize = -1
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
@@ -95,10 +100,15 @@ def main():
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--host", default="127.0.0.1")
     a = p.parse_args()
-    server = ThreadingHTTPServer((a.host, a.port), Counter)
-    server.daemon_threads = True
-    server.request_queue_size = 1024
+    server = Server((a.host, a.port), Counter)
     server.serve_forever()
+
+
+class Server(ThreadingHTTPServer):
+    # Set before the constructor listens: its default backlog, 5, drops
+    # connections that then retry after 1 s and 3 s.
+    request_queue_size = 1024
+    daemon_threads = True
 
 
 if __name__ == "__main__":

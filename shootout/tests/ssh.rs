@@ -342,6 +342,7 @@ fn one_host_seam_here_in_a_namespace_and_over_ssh() {
                 cwd: None,
                 stdout: Stdio::null(),
                 session: true,
+                cgroup: false,
             })
             .unwrap();
         // Placed before its program starts, on every kind of host: read

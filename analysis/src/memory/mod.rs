@@ -87,6 +87,9 @@ pub struct MemoryRecord {
     pub command: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub twin_checks: Option<String>,
+    /// A command row's CPU: from its own cgroup, or from /proc.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_accounting: Option<String>,
     pub error: Option<String>,
 }
 

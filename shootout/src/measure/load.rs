@@ -157,6 +157,7 @@ pub fn spawn(
         cwd: None,
         stdout: Stdio::from(out),
         session: false,
+        cgroup: false,
     })
 }
 

@@ -68,6 +68,10 @@ pub struct Launch<'a> {
     /// Lead a session of its own (servers; see [`Proc::spawn_session`]),
     /// else a process group of its own.
     pub session: bool,
+    /// Start it in a cgroup of its own where the machine has one (a
+    /// command row's server, which may start and end threads and
+    /// processes: [`crate::place::cgroup`]); here and in namespaces only.
+    pub cgroup: bool,
 }
 
 /// A directory of the runner's on a host. One on a remote host is the
@@ -216,11 +220,19 @@ impl Host {
         }
         // `ip netns exec` is placed too, and its program inherits the set.
         crate::place::affinity::pin_at_exec(&mut cmd, l.cpus)?;
+        let cgroup = l
+            .cgroup
+            .then(crate::place::cgroup::Cgroup::create)
+            .flatten();
+        if let Some(cg) = &cgroup {
+            cg.join_at_exec(&mut cmd);
+        }
         let mut p = if l.session {
             Proc::spawn_session(l.name, &mut cmd)?
         } else {
             Proc::spawn(l.name, &mut cmd)?
-        };
+        }
+        .in_cgroup(cgroup);
         let lines = StderrLines::follow(p.take_stderr().context("stderr")?);
         Ok(Running::Here(p, lines))
     }

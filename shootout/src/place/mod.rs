@@ -4,6 +4,7 @@
 //! method of [`host::Host`] or [`running::Running`].
 
 pub mod affinity;
+pub mod cgroup;
 pub mod connect;
 pub mod exchange;
 pub mod host;

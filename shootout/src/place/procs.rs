@@ -58,6 +58,10 @@ pub struct Proc {
     pub name: String,
     child: Child,
     status: Option<ExitStatus>,
+    /// The cgroup it was started in, when it has one of its own (a
+    /// command row's server): its CPU, its members, and a kill that
+    /// reaches every one. Dropped after the child is stopped.
+    cgroup: Option<crate::place::cgroup::Cgroup>,
 }
 
 impl Proc {
@@ -70,6 +74,7 @@ impl Proc {
             name: name.into(),
             child,
             status: None,
+            cgroup: None,
         })
     }
 
@@ -94,7 +99,21 @@ impl Proc {
             name: name.into(),
             child,
             status: None,
+            cgroup: None,
         })
+    }
+
+    /// Keeps `cg`, the cgroup the child was started in (see
+    /// [`crate::place::cgroup::Cgroup::join_at_exec`]), for its readers
+    /// and its stop.
+    pub fn in_cgroup(mut self, cg: Option<crate::place::cgroup::Cgroup>) -> Proc {
+        self.cgroup = cg;
+        self
+    }
+
+    /// Its own cgroup, when it has one.
+    pub fn cgroup(&self) -> Option<&crate::place::cgroup::Cgroup> {
+        self.cgroup.as_ref()
     }
 
     /// The child's piped stderr, once.
@@ -128,7 +147,7 @@ impl Proc {
     }
 
     /// SIGTERM to the group and to every process of its session outside
-    /// it ([`group`]: a child that made a group of its own), SIGKILL after
+    /// it (`group`: a child that made a group of its own), SIGKILL after
     /// `grace`; whatever of them outlives the child itself is killed then.
     /// Returns the exit status.
     pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
@@ -188,6 +207,12 @@ impl Proc {
                 std::thread::sleep(Duration::from_millis(20));
             }
             kill_all(&left, libc::SIGKILL);
+        }
+        // And whatever of its cgroup left the session too.
+        if let Some(cg) = &self.cgroup {
+            if !cg.pids().is_empty() {
+                cg.kill();
+            }
         }
         status
     }

@@ -86,13 +86,22 @@ impl Running {
         name: &str,
         wanted: Option<&str>,
     ) -> anyhow::Result<crate::place::affinity::ReadCpus> {
-        use crate::place::affinity::{from_lines, group_lines_here, remote_script};
+        use crate::place::affinity::{
+            from_lines, group_lines_here, process_lines_here, remote_script,
+        };
         // Read as it is, however early: every process the runner starts
         // is placed before its program runs ([`Launch::cpus`]), so no
         // reading can find it unplaced and none waits for a better one.
         //
         // [`Launch::cpus`]: crate::place::host::Launch::cpus
         let lines = match self {
+            // Every process of its cgroup, however it left its session.
+            Running::Here(p, _) if p.cgroup().is_some() => {
+                let cg = p.cgroup().expect("checked");
+                let mut pids = cg.pids();
+                pids.sort_unstable();
+                pids.iter().map(process_lines_here).collect()
+            }
             Running::Here(p, _) => group_lines_here(p.pid()),
             Running::There(r) => r.session().run(&remote_script(r.pid))?,
         };
@@ -111,6 +120,12 @@ impl Running {
     /// from its host's /proc; `None` once it is gone or unreachable.
     pub fn usage(&self) -> Option<Usage> {
         match self {
+            // A cgroup's CPU counts what ended too; memory is the session's.
+            Running::Here(p, _) if p.cgroup().is_some() => {
+                let mut u = procs::usage(p.pid()).unwrap_or_default();
+                u.cpu_seconds = p.cgroup()?.usage_ns()? as f64 / 1e9;
+                Some(u)
+            }
             Running::Here(p, _) => procs::usage(p.pid()),
             Running::There(r) => r.usage_with_children().ok().map(|(u, n)| u.of_processes(n)),
         }
@@ -134,6 +149,11 @@ pub struct Boundaries {
 pub enum CpuReader {
     Here {
         pgid: i32,
+        read: HashMap<u64, u64>,
+    },
+    /// A process in a cgroup of its own here: the cgroup's `cpu.stat`.
+    Cgroup {
+        dir: PathBuf,
         read: HashMap<u64, u64>,
     },
     There {
@@ -175,8 +195,14 @@ impl CpuReader {
     /// Boundary `k` is due: read it now if this reader reads here. A group
     /// that has gone reads 0 (the design notices the dead server).
     pub fn at(&mut self, k: u64) {
-        if let CpuReader::Here { pgid, read } = self {
-            read.insert(k, procs::group_cpu_ns(*pgid).unwrap_or(0));
+        match self {
+            CpuReader::Here { pgid, read } => {
+                read.insert(k, procs::group_cpu_ns(*pgid).unwrap_or(0));
+            }
+            CpuReader::Cgroup { dir, read } => {
+                read.insert(k, crate::place::cgroup::usage_ns(dir).unwrap_or(0));
+            }
+            CpuReader::There { .. } => {}
         }
     }
 
@@ -185,7 +211,9 @@ impl CpuReader {
     /// has no reading.
     pub fn finish(self, last: u64, deadline: Instant) -> anyhow::Result<Vec<u64>> {
         let (read, host, tail) = match self {
-            CpuReader::Here { read, .. } => (read, String::from("this machine"), String::new()),
+            CpuReader::Here { read, .. } | CpuReader::Cgroup { read, .. } => {
+                (read, String::from("this machine"), String::new())
+            }
             CpuReader::There { mut sampler, out } => {
                 sampler.wait(deadline.saturating_duration_since(Instant::now()));
                 let _ = sampler.stop(Duration::from_secs(2));
@@ -214,7 +242,13 @@ impl Running {
     /// a remote sampler writes its readings into `scratch` here.
     pub fn cpu_reader(&self, b: Boundaries, scratch: &Path) -> anyhow::Result<CpuReader> {
         match self {
-            Running::Here(p, _) => Ok(CpuReader::of_group_here(p.pid())),
+            Running::Here(p, _) => Ok(match p.cgroup() {
+                Some(cg) => CpuReader::Cgroup {
+                    dir: cg.dir().to_owned(),
+                    read: HashMap::new(),
+                },
+                None => CpuReader::of_group_here(p.pid()),
+            }),
             Running::There(r) => CpuReader::there(r.session(), r.pid, b, scratch),
         }
     }

@@ -126,6 +126,9 @@ pub struct SinkRecord {
     pub command: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub twin_checks: Option<String>,
+    /// A command row's CPU: from its own cgroup, or from /proc.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_accounting: Option<String>,
 }
 
 impl SinkRecord {
@@ -144,6 +147,10 @@ impl SinkRecord {
             sshd_cpus: s.sshd_cpus.clone(),
             command: s.command.as_ref().map(|c| c.shown()),
             twin_checks: s.twin_checks(),
+            cpu_accounting: s
+                .command
+                .as_ref()
+                .map(|_| crate::place::cgroup::accounting()),
         }
     }
 }

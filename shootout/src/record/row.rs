@@ -55,6 +55,9 @@ pub struct RowRecord {
     pub command: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub twin_checks: Option<String>,
+    /// A command row's CPU: from its own cgroup, or from /proc.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_accounting: Option<String>,
 }
 
 /// What the stages of one repetition found, each stage's result kept
@@ -137,6 +140,10 @@ impl RowRecord {
             cpus: facts.cpus,
             command: s.command.as_ref().map(|c| c.shown()),
             twin_checks: s.twin_checks(),
+            cpu_accounting: s
+                .command
+                .as_ref()
+                .map(|_| crate::place::cgroup::accounting()),
         };
         (rec, interrupted)
     }

@@ -179,6 +179,7 @@ fn try_start(s: &Scenario, c: &CommandRow) -> anyhow::Result<()> {
         cwd: c.cwd.as_deref(),
         stdout: Stdio::null(),
         session: true,
+        cgroup: true,
     })?;
     let ready = await_ready(&mut p, &host, SocketAddr::new(ip, port), c);
     p.stop(Duration::from_secs(5))?;

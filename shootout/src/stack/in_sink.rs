@@ -240,6 +240,7 @@ fn launch(
         cwd: s.command.as_ref().and_then(|c| c.cwd.as_deref()),
         stdout,
         session: true,
+        cgroup: s.command.is_some(),
     })?;
     Ok((ServerProc::Started(Box::new(proc_)), None))
 }

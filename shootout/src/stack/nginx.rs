@@ -90,6 +90,7 @@ pub fn start(
             cwd: None,
             stdout: Stdio::null(),
             session: false,
+            cgroup: false,
         })?;
         let deadline = Instant::now() + Duration::from_secs(20);
         while proc_.try_wait().is_none() && Instant::now() < deadline {

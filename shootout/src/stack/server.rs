@@ -29,7 +29,7 @@ pub const STOP_TIMEOUT_SECS: u16 = 1;
 /// The server's command line for scenario `s`: `bin`, the bind address
 /// and the flags the row sets; a counter file and an access log (for the
 /// features that need them) in `files`. Local and remote stacks start
-/// their servers with it, on `server_cpus` ([`crate::stack::in_sink`]).
+/// their servers with it, on `server_cpus` (`stack::in_sink` places them).
 pub fn server_argv(s: &Scenario, bin: String, bind: SocketAddr, files: &Path) -> Vec<String> {
     let mut argv = vec![
         bin,

@@ -16,6 +16,10 @@ const COUNTER: &str =
 const FORKED: &str =
     r#"["sh", "-c", "python3 -m http.server \"$0\" --bind \"$1\" & wait", "{port}", "{host}"]"#;
 
+/// The same, the child in a session of its own (as a daemon starts): only
+/// the row's cgroup still holds it.
+const DAEMON: &str = r#"["sh", "-c", "setsid python3 -m http.server \"$0\" --bind \"$1\" & wait", "{port}", "{host}"]"#;
+
 fn file(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
@@ -46,7 +50,7 @@ fn command_rows_run_paired_with_a_forked_child_pinned_and_nothing_left() {
              [paired]\nblocks = 4\nblock = \"1s\"\nsettle = \"0s\"\n\n\
              [defaults]\nconnections = 4\nserver_cpus = \"1\"\nloadgen_cpus = \"0\"\n\n\
              [[scenario]]\nname = \"py\"\ncommand = {PY}\n\n\
-             [[scenario]]\nname = \"forked\"\ncommand = {FORKED}\n"
+             [[scenario]]\nname = \"forked\"\ncommand = {DAEMON}\n"
         ),
     );
     let out = tempfile::tempdir_in(target_dir()).unwrap();
@@ -66,10 +70,20 @@ fn command_rows_run_paired_with_a_forked_child_pinned_and_nothing_left() {
         .as_str()
         .unwrap()
         .starts_with("sh -c"));
+    // Read from the row's own cgroup: the child that left the session is
+    // read back, counted and stopped with it.
+    assert!(
+        c["row_sink"]["cpu_accounting"]
+            .as_str()
+            .unwrap()
+            .starts_with("cgroup:"),
+        "{c}"
+    );
     assert!(c["rps_ratio"].as_f64().unwrap() > 0.0, "{c}");
     for b in c["blocks"].as_array().unwrap() {
         assert!(b["error"].is_null(), "{b}");
-        // The shell and the child it forked, both on the row's CPU.
+        // The shell and the child it started in a session of its own, both
+        // on the row's CPU.
         server_placed(&b["row_cpus"], 2);
         server_placed(&b["base_cpus"], 1);
         assert!(b["row_counter"].is_null(), "{b}");
