@@ -117,8 +117,12 @@ pub(super) fn run_parsed(
         }
     };
     if let Some((name, text)) = keep {
+        // Beside its records, then the page again, which lists the run's
+        // files: as a fresh `shootout report` of the folder renders it.
         let path = outcome.dir.join(name);
-        if let Err(e) = analysis::files::write_atomic(&path, text.as_bytes()) {
+        let kept = analysis::files::write_atomic(&path, text.as_bytes())
+            .and_then(|()| crate::record::report::analyse(&outcome.dir).map(|_| ()));
+        if let Err(e) = kept {
             eprintln!("shootout: {e:#}");
         }
     }

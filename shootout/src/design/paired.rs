@@ -282,8 +282,10 @@ struct Side<'a> {
     log: PathBuf,
     /// Its slow clients (`slow_clients` rows), while they run.
     slow: Option<Running>,
-    /// Its loadgen's CPUs as read once the load started.
-    loadgen_cpus: Option<ReadCpus>,
+    /// Its loadgen's CPUs as read once the load started, and a command
+    /// row's server's as read under load (the threads and processes it
+    /// starts for its connections).
+    loaded_cpus: Vec<ReadCpus>,
 }
 
 impl<'a> Side<'a> {
@@ -304,7 +306,7 @@ impl<'a> Side<'a> {
             loadgen: None,
             log: pair.dir.join(format!("{stem}.{}.jsonl", role.name())),
             slow: None,
-            loadgen_cpus: None,
+            loaded_cpus: Vec::new(),
         })
     }
 
@@ -342,7 +344,7 @@ impl<'a> Side<'a> {
     /// stops the stack.
     fn finish(&mut self, facts: &mut SideFacts) -> anyhow::Result<()> {
         let role = self.role.name();
-        facts.cpus.extend(self.loadgen_cpus.take());
+        facts.cpus.append(&mut self.loaded_cpus);
         let status = self.loadgen.as_mut().and_then(Running::try_wait);
         let code = status.and_then(|st| st.code());
         facts.loadgen_exit = code;
@@ -588,12 +590,9 @@ fn load_and_sample(
         for p in &mut probes {
             p.at(k);
         }
-        if k == 0 {
-            // In the settle, which is left out: where each loadgen runs.
-            if let Err(e) = read_loadgen_cpus(sides, active) {
-                stop_all(sides);
-                return Err(e);
-            }
+        if let Err(e) = read_placements(k, sides, active) {
+            stop_all(sides);
+            return Err(e);
         }
         times.push(
             SystemTime::now()
@@ -641,7 +640,36 @@ fn read_loadgen_cpus(sides: &mut [Side; 2], active: &[usize]) -> anyhow::Result<
         let read = l.read_cpus("loadgen", wanted)?;
         read.check()
             .with_context(|| format!("the {} side", s.role.name()))?;
-        s.loadgen_cpus = Some(read);
+        s.loaded_cpus.push(read);
+    }
+    Ok(())
+}
+
+/// At boundary 0, in the settle, which is left out: where each loadgen
+/// runs; at boundary 1: where a command row's server runs under load.
+fn read_placements(k: u64, sides: &mut [Side; 2], active: &[usize]) -> anyhow::Result<()> {
+    match k {
+        0 => read_loadgen_cpus(sides, active),
+        1 => read_servers_under_load(sides, active),
+        _ => Ok(()),
+    }
+}
+
+/// Reads where the `active` command rows' servers run once their
+/// connections are open (a server may start a thread or a process per
+/// connection, each placed where it was started) and checks it.
+fn read_servers_under_load(sides: &mut [Side; 2], active: &[usize]) -> anyhow::Result<()> {
+    for &i in active {
+        let s = &mut sides[i];
+        if s.scenario.is_twin() {
+            continue;
+        }
+        let stack = s.stack.as_ref().context("no stack")?;
+        let mut read = stack.server_cpus(s.scenario)?;
+        read.process = "server under load".into();
+        read.check()
+            .with_context(|| format!("the {} side", s.role.name()))?;
+        s.loaded_cpus.push(read);
     }
     Ok(())
 }

@@ -280,6 +280,12 @@ impl Stack {
         Ok(out)
     }
 
+    /// Where the server's threads may run now (every process of it), as
+    /// read against row `s`'s `server_cpus`.
+    pub fn server_cpus(&self, s: &Scenario) -> anyhow::Result<ReadCpus> {
+        self.server.read_cpus(s.server_cpus.as_deref())
+    }
+
     /// The server's resident and proportional set size in KiB, from its
     /// host's /proc.
     pub fn server_resident_kib(&self) -> anyhow::Result<(u64, Option<u64>)> {

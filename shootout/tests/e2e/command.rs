@@ -86,6 +86,15 @@ fn command_rows_run_paired_with_a_forked_child_pinned_and_nothing_left() {
         // on the row's CPU.
         server_placed(&b["row_cpus"], 2);
         server_placed(&b["base_cpus"], 1);
+        // Read again under load, the threads its connections started too.
+        let loaded = b["row_cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["process"] == "server under load")
+            .unwrap_or_else(|| panic!("no reading under load: {b}"));
+        assert_eq!(loaded["read"], serde_json::json!(["1"]), "{loaded}");
+        assert_eq!(loaded["processes"], 2, "{loaded}");
         assert!(b["row_counter"].is_null(), "{b}");
         assert!(
             b["row_startup_line"]

@@ -115,12 +115,13 @@ fn names_in(dir: &Path) -> Vec<String> {
 }
 
 fn run_dir(out: &Path) -> PathBuf {
+    // The run's folder, beside a results folder's history and index.
     std::fs::read_dir(out)
         .unwrap()
         .flatten()
-        .next()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
         .expect("a run directory")
-        .path()
 }
 
 /// One finished `shootout` run of a test: where it wrote, how it ended and

@@ -35,6 +35,7 @@ fn the_main_command_is_paired_and_prints_what_it_decides() {
         .collect();
     let want = [
         ("ntex", "actix"),
+        ("actix-log-pipe", "actix"),
         ("ntex-nginx", "ntex"),
         ("ntex-netns", "ntex"),
         ("aa", "actix"),
@@ -50,13 +51,16 @@ fn the_main_command_is_paired_and_prints_what_it_decides() {
         .skip(1)
         .take_while(|l| l.starts_with("  "))
         .collect();
-    assert_eq!(answers.len(), 4, "{stdout}");
+    assert_eq!(answers.len(), 5, "{stdout}");
     let words = ["is ", "no difference this run can resolve", "resolves"];
-    for (line, name) in
-        answers
-            .iter()
-            .zip(["ntex/actix", "ntex-nginx/ntex", "ntex-netns/ntex", "A/A"])
-    {
+    let names = [
+        "ntex/actix",
+        "actix-log-pipe/actix",
+        "ntex-nginx/ntex",
+        "ntex-netns/ntex",
+        "A/A",
+    ];
+    for (line, name) in answers.iter().zip(names) {
         assert!(line.trim_start().starts_with(name), "{line}");
         assert!(line.contains(", 95 %)"), "{line}");
         assert!(words.iter().any(|w| line.contains(w)), "{line}");
