@@ -360,16 +360,26 @@ impl Session {
         Ok(best.expect("at least one round"))
     }
 
-    /// Tells the master connection to exit.
+    /// Tells the master connection to exit, and waits, 2 s at most, until
+    /// it has (`-O exit` returns before the master is gone: a run that
+    /// ends at once would otherwise leave it behind for a moment).
     pub fn close(&self) {
-        let _ = Command::new("ssh")
-            .args(self.options())
-            .args(["-O", "exit"])
-            .arg(self.destination())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        let control = |op: &str| {
+            Command::new("ssh")
+                .args(self.options())
+                .args(["-O", op])
+                .arg(self.destination())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let _ = control("exit");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while control("check") && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 }
 
