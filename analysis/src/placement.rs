@@ -17,3 +17,19 @@ pub struct ReadCpus {
     pub processes: usize,
     pub threads: usize,
 }
+
+/// What a command row's records say of the server the project did not
+/// build: its command as written, what became of the twins' checks it
+/// skips, and how its CPU was read. Every field is absent for a twin's
+/// row; one definition for every design's records (rows, comparisons'
+/// sides, memory repetitions), flattened into them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandFacts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub twin_checks: Option<String>,
+    /// From its own cgroup, or from /proc.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_accounting: Option<String>,
+}

@@ -81,15 +81,9 @@ pub struct MemoryRecord {
     /// it held its connections, read from /proc (none before 2026-11-27).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<crate::placement::ReadCpus>,
-    /// A command row's command line, and what became of the twins' checks
-    /// it skips (none for a twin's row).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub twin_checks: Option<String>,
-    /// A command row's CPU: from its own cgroup, or from /proc.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_accounting: Option<String>,
+    /// A command row's command, checks and CPU source (none for a twin's).
+    #[serde(flatten)]
+    pub command: crate::placement::CommandFacts,
     pub error: Option<String>,
 }
 

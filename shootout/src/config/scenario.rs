@@ -387,15 +387,22 @@ impl Scenario {
         self.command.is_none()
     }
 
-    /// What a command row's record says of the twins' checks, which it
-    /// skips; none for a twin.
-    pub fn twin_checks(&self) -> Option<String> {
-        self.command.as_ref().map(|_| {
-            "skipped: a command row (the counter's conformance and acknowledged POSTs \
-             against the server's count are the twins' checks; it must only answer \
-             its readiness probe)"
-                .into()
-        })
+    /// What a command row's records say of it: its command, the twins'
+    /// checks it skips and how its CPU is read; nothing for a twin.
+    pub fn command_facts(&self) -> analysis::placement::CommandFacts {
+        let Some(c) = &self.command else {
+            return Default::default();
+        };
+        analysis::placement::CommandFacts {
+            command: Some(c.shown()),
+            twin_checks: Some(
+                "skipped: a command row (the counter's conformance and acknowledged POSTs \
+                 against the server's count are the twins' checks; it must only answer \
+                 its readiness probe)"
+                    .into(),
+            ),
+            cpu_accounting: Some(crate::place::cgroup::accounting()),
+        }
     }
 
     /// The CPUs nginx is pinned to: `nginx_cpus` when the row sets it,

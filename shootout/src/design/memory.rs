@@ -89,12 +89,7 @@ fn stages(job: &Job, m: &MemorySettings, rec: &mut MemoryRecord) -> anyhow::Resu
         Some(_) => s.server_name(),
         None => s.server.binary().to_string(),
     };
-    rec.command = s.command.as_ref().map(|c| c.shown());
-    rec.twin_checks = s.twin_checks();
-    rec.cpu_accounting = s
-        .command
-        .as_ref()
-        .map(|_| crate::place::cgroup::accounting());
+    rec.command = s.command_facts();
     rec.allocator = field("allocator").unwrap_or_else(|| "unknown".into());
     rec.workers = field("workers").and_then(|w| w.parse().ok());
     stack.verify(place.client())?;

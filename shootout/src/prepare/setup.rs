@@ -308,12 +308,7 @@ pub fn find(program: &str) -> Option<PathBuf> {
 /// package and the command that installs it, so that the test fails with
 /// it rather than leaving a row out.
 pub fn require(needs: &[Need]) -> Result<(), String> {
-    let env = Env::current();
-    let missing: Vec<Need> = needs
-        .iter()
-        .copied()
-        .filter(|n| env.find(n.program).is_none())
-        .collect();
+    let missing = missing(needs, &Env::current());
     if missing.is_empty() {
         return Ok(());
     }
@@ -333,12 +328,17 @@ pub enum Decision {
     Refuse(String),
 }
 
-pub fn decide(needs: &[Need], env: &Env) -> Decision {
-    let missing: Vec<Need> = needs
+/// The needs whose program `env` does not find.
+fn missing(needs: &[Need], env: &Env) -> Vec<Need> {
+    needs
         .iter()
         .copied()
         .filter(|n| env.find(n.program).is_none())
-        .collect();
+        .collect()
+}
+
+pub fn decide(needs: &[Need], env: &Env) -> Decision {
+    let missing = missing(needs, env);
     if missing.is_empty() {
         Decision::Present
     } else if env.root {

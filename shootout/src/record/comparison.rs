@@ -120,15 +120,9 @@ pub struct SinkRecord {
     /// the host.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sshd_cpus: Option<String>,
-    /// A command row's command line (placeholders kept), and what became
-    /// of the twins' checks it skips.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub twin_checks: Option<String>,
-    /// A command row's CPU: from its own cgroup, or from /proc.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_accounting: Option<String>,
+    /// A command row's command, checks and CPU source (none for a twin's).
+    #[serde(flatten)]
+    pub command_facts: analysis::placement::CommandFacts,
 }
 
 impl SinkRecord {
@@ -145,12 +139,7 @@ impl SinkRecord {
             server_host: s.hosts.as_ref().map(|h| h.server.clone()),
             reader_cpus: s.sink_cpus(),
             sshd_cpus: s.sshd_cpus.clone(),
-            command: s.command.as_ref().map(|c| c.shown()),
-            twin_checks: s.twin_checks(),
-            cpu_accounting: s
-                .command
-                .as_ref()
-                .map(|_| crate::place::cgroup::accounting()),
+            command_facts: s.command_facts(),
         }
     }
 }

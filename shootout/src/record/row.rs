@@ -50,14 +50,9 @@ pub struct RowRecord {
     /// /proc: every thread's allowed CPUs.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<crate::place::affinity::ReadCpus>,
-    /// A command row's command line and what became of the twins' checks.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub twin_checks: Option<String>,
-    /// A command row's CPU: from its own cgroup, or from /proc.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_accounting: Option<String>,
+    /// A command row's command, checks and CPU source (none for a twin's).
+    #[serde(flatten)]
+    pub command_facts: analysis::placement::CommandFacts,
 }
 
 /// What the stages of one repetition found, each stage's result kept
@@ -138,12 +133,7 @@ impl RowRecord {
             netem,
             error,
             cpus: facts.cpus,
-            command: s.command.as_ref().map(|c| c.shown()),
-            twin_checks: s.twin_checks(),
-            cpu_accounting: s
-                .command
-                .as_ref()
-                .map(|_| crate::place::cgroup::accounting()),
+            command_facts: s.command_facts(),
         };
         (rec, interrupted)
     }
