@@ -65,7 +65,7 @@ fn blocks(s: &str) -> Result<u32, String> {
 /// The scenario file `shootout ab` runs, as TOML text (left in the run
 /// folder as `ab.toml`, for `shootout run` to repeat), and the lines of
 /// its two commands.
-pub fn scenario_text(a: &[String], b: &[String], args: &AbSettings) -> (String, [usize; 2]) {
+fn scenario_text(a: &[String], b: &[String], args: &Args) -> (String, [usize; 2]) {
     let list = |v: &[String]| {
         let quoted: Vec<String> = v.iter().map(|s| toml_string(s)).collect();
         format!("[{}]", quoted.join(", "))
@@ -126,21 +126,6 @@ pub fn scenario_text(a: &[String], b: &[String], args: &AbSettings) -> (String, 
     (lines.join("\n") + "\n", at)
 }
 
-/// What `shootout ab`'s scenario is made of, beside the two commands.
-pub struct AbSettings {
-    pub blocks: u32,
-    pub block: Duration,
-    pub settle: Duration,
-    pub connections: u32,
-    pub request: String,
-    pub path: String,
-    pub ready_within: Duration,
-    pub server_cpus: String,
-    pub loadgen_cpus: String,
-    pub workers: u32,
-    pub seed: u64,
-}
-
 /// `s` as a TOML basic string.
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
@@ -161,20 +146,7 @@ pub(super) fn run(a: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let settings = AbSettings {
-        blocks: a.blocks,
-        block: a.block,
-        settle: a.settle,
-        connections: a.connections,
-        request: a.request.clone(),
-        path: a.path.clone(),
-        ready_within: a.ready_within,
-        server_cpus: a.server_cpus.clone(),
-        loadgen_cpus: a.loadgen_cpus.clone(),
-        workers: a.workers,
-        seed: a.seed,
-    };
-    let (text, at) = scenario_text(&cmd_a, &cmd_b, &settings);
+    let (text, at) = scenario_text(&cmd_a, &cmd_b, &a);
     let name = std::path::Path::new("ab.toml");
     let which = |line: usize| match line {
         l if l == at[0] => "command A: ",

@@ -221,6 +221,8 @@ pub fn resolve(program: &str, cwd: Option<&Path>) -> Result<PathBuf, String> {
             ))
         };
     }
+    // `$PATH` as the runner spawns it (not `setup::find`, which adds the
+    // sbin directories for the runner's own tools; config/ reads no stage).
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
