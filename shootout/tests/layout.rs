@@ -613,15 +613,40 @@ fn readme_lists_every_scenario_file_and_no_other() {
     );
 }
 
+/// The lines of the repository file `path` (relative to the root).
+fn doc_lines(path: &str) -> Vec<String> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", file.display()));
+    text.lines().map(str::to_string).collect()
+}
+
+/// `None` when the doc at `path` has at most `limit` lines, else the
+/// message: how many it has and what to do.
+fn over_limit(path: &str, limit: usize, what_to_do: &str) -> Option<String> {
+    let n = doc_lines(path).len();
+    (n > limit).then(|| format!("{path} has {n} lines, over {limit}: {what_to_do}"))
+}
+
 /// The top README is a door: what the project is, how to start, one line
 /// per finding; the accounts sit one link deeper. At most 200 lines.
 #[test]
 fn top_readme_stays_within_200_lines() {
-    let top = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-    let text = std::fs::read_to_string(top).unwrap();
-    let n = text.lines().count();
-    assert!(
-        n <= 200,
-        "README.md has {n} lines, over 200: move the detail behind a link"
-    );
+    if let Some(problem) = over_limit("README.md", 200, "move the detail behind a link") {
+        panic!("{problem}");
+    }
+}
+
+/// CONTRIBUTING.md says where things go, the habits, and how to run and
+/// time the tests: at most 250 lines. Timings of the past go to the
+/// CHANGELOG ("Test timings before 0.1.0"), long accounts to `docs/`.
+#[test]
+fn contributing_stays_within_250_lines() {
+    if let Some(problem) = over_limit(
+        "CONTRIBUTING.md",
+        250,
+        "move past timings to CHANGELOG.md and accounts to a page under docs/",
+    ) {
+        panic!("{problem}");
+    }
 }
