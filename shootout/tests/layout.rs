@@ -650,3 +650,18 @@ fn contributing_stays_within_250_lines() {
         panic!("{problem}");
     }
 }
+
+/// The runner's README is a door too: the stage map, the scenario files and
+/// their keys, and a few lines per design; each design's full account is a
+/// page under `docs/` (`docs/design-paired.md`, `docs/design-sweep.md`, ...).
+/// At most 400 lines.
+#[test]
+fn shootout_readme_stays_within_400_lines() {
+    if let Some(problem) = over_limit(
+        "shootout/README.md",
+        400,
+        "keep a few lines per design and move the account to its page under docs/",
+    ) {
+        panic!("{problem}");
+    }
+}
