@@ -665,3 +665,40 @@ fn shootout_readme_stays_within_400_lines() {
         panic!("{problem}");
     }
 }
+
+/// The top README's "What we found": one line per finding, the answer, its
+/// interval and a link to its account (`docs/findings.md` holds each in
+/// full), so every line of the section stays within 200 characters
+/// (characters, not bytes; markdown links count) and every finding links.
+#[test]
+fn top_readme_findings_are_one_short_line_each() {
+    let lines = doc_lines("README.md");
+    let start = lines
+        .iter()
+        .position(|l| l == "## What we found")
+        .expect("README.md has no `## What we found` section");
+    let mut problems = Vec::new();
+    let mut findings = 0;
+    for (n, line) in lines.iter().enumerate().skip(start + 1) {
+        if line.starts_with("## ") {
+            break;
+        }
+        let chars = line.chars().count();
+        if chars > 200 {
+            problems.push(format!("README.md:{}: {chars} characters", n + 1));
+        }
+        if line.starts_with("- ") {
+            findings += 1;
+            if !line.contains("](") {
+                problems.push(format!("README.md:{}: a finding without a link", n + 1));
+            }
+        }
+    }
+    assert!(findings > 5, "found only {findings} findings in README.md");
+    assert!(
+        problems.is_empty(),
+        "README.md's findings must be one line of at most 200 characters each, \
+         linking to the account (move the detail to docs/findings.md):\n{}",
+        problems.join("\n")
+    );
+}
