@@ -3,23 +3,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgGroup, Parser, ValueEnum};
+use clap::{ArgGroup, Parser};
 
 use crate::config::{Config, Model, Sched};
+use crate::exit::UsageError;
 use crate::gate::{Gate, Half};
 use crate::hold::HoldConfig;
+use crate::output::Format;
 use crate::request::{RequestSpec, Target};
 use crate::slow::SlowConfig;
-use crate::UsageError;
-
-/// Output format of the records on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// One line per interval in the original study's form, then a summary block.
-    Text,
-    /// One JSON object per interval, then one summary object.
-    Jsonl,
-}
 
 /// HTTP/1.1 load generator: streams one record per interval, counts only 2xx
 /// as throughput, keeps latency in bounded memory.
@@ -175,7 +167,39 @@ fn fraction(s: &str) -> Result<f64, String> {
     }
 }
 
+/// What the arguments ask for: one of the three modes, checked and ready.
+#[derive(Debug)]
+pub enum Mode {
+    /// Load (closed or open model): records per interval, a summary, a verdict.
+    Load {
+        config: Config,
+        format: Format,
+        max_error_rate: Option<f64>,
+    },
+    /// `--hold`: connections held open.
+    Hold(HoldConfig, Format),
+    /// `--slowloris`: slow clients.
+    Slow(SlowConfig, Format),
+}
+
 impl Args {
+    /// The mode these arguments ask for, or why they cannot be run.
+    pub fn into_mode(self) -> Result<Mode, UsageError> {
+        let format = self.format;
+        if self.hold.is_some() {
+            return Ok(Mode::Hold(self.into_hold_config()?, format));
+        }
+        if self.slowloris.is_some() {
+            return Ok(Mode::Slow(self.into_slow_config()?, format));
+        }
+        let max_error_rate = self.max_error_rate;
+        Ok(Mode::Load {
+            config: self.into_config()?,
+            format,
+            max_error_rate,
+        })
+    }
+
     /// Reads the body and resolves the target: the request every mode sends.
     /// Also returns whether it is a HEAD request (answers without a body).
     fn target(&self) -> Result<(Target, bool), UsageError> {

@@ -11,11 +11,14 @@
 
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::net::TcpStream;
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use mio::{Events, Interest, Poll, Token};
 
+use crate::exit;
+use crate::output::Format;
 use crate::record::{Errors, HoldRecord, NonOk, Record};
 use crate::request::Target;
 use crate::response::ResponseParser;
@@ -33,6 +36,43 @@ pub struct HoldConfig {
     pub timeout: Duration,
     pub head_only: bool,
     pub shard: Option<String>,
+}
+
+/// `--hold`: prints a record when the hold starts and one when it ends.
+/// Exit 1 when no connection could be held.
+pub fn main(config: HoldConfig, format: Format) -> ExitCode {
+    let stop = match exit::prepare(config.connections, 1) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let write = |record: &Record| -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        match (format, record) {
+            (Format::Jsonl, r) => {
+                serde_json::to_writer(&mut out, r)?;
+                writeln!(out)?;
+            }
+            (Format::Text, Record::Held(h)) => writeln!(out, "{}", h.text_line(true))?,
+            (Format::Text, Record::HoldSummary(h)) => writeln!(out, "{}", h.text_line(false))?,
+            (Format::Text, _) => {}
+        }
+        out.flush()
+    };
+    let summary = match hold(&config, &mut |r| write(r), &stop) {
+        Ok(s) => s,
+        Err(e) => return exit::failed(e),
+    };
+    if let Err(e) = write(&Record::HoldSummary(summary.clone())) {
+        return exit::failed(format!("writing the summary: {e}"));
+    }
+    if summary.established == 0 {
+        return exit::failed(format!(
+            "no connection could be held ({} failed, {} not attempted)",
+            summary.errors.total(),
+            summary.not_attempted
+        ));
+    }
+    ExitCode::SUCCESS
 }
 
 /// Runs the hold; `emit` receives the `held` record when the hold starts.

@@ -1,23 +1,34 @@
-//! `loadgen`: parse the command line, hand over to the library.
+//! `loadgen`: parse the command line, hand over to the mode it asks for.
 
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 use clap::Parser;
+use loadgen::cli::{Args, Mode};
+use loadgen::{exit, hold, load, slow};
 
 fn main() -> ExitCode {
-    match loadgen::cli::Args::try_parse() {
-        Ok(args) => loadgen::main_with(args),
+    let args = match Args::try_parse() {
+        Ok(args) => args,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             let _ = e.print();
-            ExitCode::SUCCESS
+            return ExitCode::SUCCESS;
         }
         Err(e) => {
             // clap's message without its usage block: one line, exit 2.
             let text = e.render().to_string();
             let line = text.lines().next().unwrap_or("bad usage");
-            eprintln!("loadgen: {}", line.trim_start_matches("error: "));
-            ExitCode::from(2)
+            return exit::usage(line.trim_start_matches("error: "));
         }
+    };
+    match args.into_mode() {
+        Ok(Mode::Load {
+            config,
+            format,
+            max_error_rate,
+        }) => load::main(config, format, max_error_rate),
+        Ok(Mode::Hold(config, format)) => hold::main(config, format),
+        Ok(Mode::Slow(config, format)) => slow::main(config, format),
+        Err(e) => exit::usage(e),
     }
 }

@@ -3,11 +3,20 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
+use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::Format;
 use crate::record::{IntervalRecord, Record, SummaryRecord};
 use crate::run::Sink;
+
+/// Output format of the records on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One line per interval in the original study's form, then a summary block.
+    Text,
+    /// One JSON object per interval, then one summary object.
+    Jsonl,
+}
 
 /// Writes each record and flushes it at once, so a reader (the runner, a
 /// pipe into a file) sees it as the interval closes.

@@ -446,6 +446,28 @@ fn by_status(counts: &[u64], zero: &str) -> BTreeMap<String, u64> {
 }
 
 impl SummaryRecord {
+    /// The verdict on a finished run: `Err` (exit 1, with why) when no
+    /// request succeeded or the error rate passed `max_error_rate`.
+    pub fn verdict(&self, max_error_rate: Option<f64>) -> Result<(), String> {
+        if self.ok == 0 {
+            return Err(format!(
+                "no request succeeded ({} requests, {} errors, {} non-2xx)",
+                self.requests,
+                self.errors.total(),
+                self.non_2xx.total()
+            ));
+        }
+        if let Some(max) = max_error_rate {
+            let rate = self.error_rate();
+            if rate > max {
+                return Err(format!(
+                    "error rate {rate:.4} is over --max-error-rate {max}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn new(stats: &Stats, duration_s: f64, intervals: u64, shard: Option<&str>) -> Self {
         let h = &stats.latency_us;
         let q = |x| h.value_at_quantile(x);

@@ -2,7 +2,7 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use crate::UsageError;
+use crate::exit::UsageError;
 
 /// Where to connect and what to send.
 #[derive(Debug, Clone)]

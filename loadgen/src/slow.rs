@@ -11,6 +11,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::io::{ErrorKind as IoKind, Read, Write};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -18,7 +19,9 @@ use hdrhistogram::Histogram;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::record::{SlowLifetime, SlowRecord};
+use crate::exit;
+use crate::output::Format;
+use crate::record::{Record, SlowLifetime, SlowRecord};
 use crate::request::Target;
 use crate::run::RunError;
 
@@ -31,6 +34,40 @@ pub struct SlowConfig {
     pub every: Duration,
     pub duration: Duration,
     pub shard: Option<String>,
+}
+
+/// `--slowloris`: prints one record at the end. Exit 1 when no slow
+/// connection could be opened.
+pub fn main(config: SlowConfig, format: Format) -> ExitCode {
+    let stop = match exit::prepare(config.connections, 1) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let summary = match slowloris(&config, &stop) {
+        Ok(s) => s,
+        Err(e) => return exit::failed(e),
+    };
+    let written = (|| -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        match format {
+            Format::Jsonl => {
+                serde_json::to_writer(&mut out, &Record::SlowSummary(summary.clone()))?
+            }
+            Format::Text => write!(out, "{}", summary.text_line())?,
+        }
+        writeln!(out)?;
+        out.flush()
+    })();
+    if let Err(e) = written {
+        return exit::failed(format!("writing the summary: {e}"));
+    }
+    if summary.opened == 0 {
+        return exit::failed(format!(
+            "no slow connection could be opened ({} connects failed)",
+            summary.connect_errors
+        ));
+    }
+    ExitCode::SUCCESS
 }
 
 /// One slow connection.

@@ -103,7 +103,7 @@ fn non_2xx_is_not_throughput() {
     assert_eq!((s.ok, s.non_2xx.c5xx, s.requests), (0, 300, 300));
     assert_eq!(s.rps, 0.0);
     assert_eq!(s.availability_pct, 0.0);
-    assert!(loadgen::verdict(&s, None).is_err());
+    assert!(s.verdict(None).is_err());
     let server = TestServer::start(Behaviour::Status(404));
     let (s, _) = run(&["-n", "50", "-c", "2", &server.url()]);
     assert_eq!((s.ok, s.non_2xx.c4xx), (0, 50));

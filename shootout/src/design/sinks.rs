@@ -246,7 +246,7 @@ fn sample_enough(
 }
 
 /// Whether loadgen's last words say it got no answer and no error at all
-/// ([`loadgen::verdict`]'s exit 1 with nothing counted): a server that
+/// ([`loadgen::SummaryRecord::verdict`]'s exit 1 with nothing counted): a server that
 /// answered nothing yet, not one that refused or failed.
 fn no_answer(stderr_tail: &str) -> bool {
     stderr_tail.contains("loadgen: no request succeeded (0 requests, 0 errors, 0 non-2xx)")

@@ -11,41 +11,38 @@
 //! not fill the buffer is taken as having drained the socket (Linux reports
 //! every arrival of data to an edge-triggered epoll), which saves the extra
 //! `read` returning EAGAIN.
+//!
+//! The worker ties three rooms together: [`conn`] does each connection's
+//! I/O, [`agenda`] says when each connection acts next, [`tally`] counts and
+//! hands each interval to the collector. What is left here is the event
+//! loop and the HTTP/1.1 exchange: which request goes when, what an answer,
+//! a close or an error means for the counts.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::io::{self, Read, Write};
+mod agenda;
+mod conn;
+mod tally;
+
+use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::config::{Config, Model, Sched};
 use crate::gate;
-use crate::response::ResponseParser;
 use crate::schedule;
 use crate::stats::{ErrorKind, Stats};
-use crate::timer::TimerFd;
+use agenda::{Agenda, CONNECT_BACKOFF};
+use conn::{Conn, Connect, Filled, Phase, Wrote};
+pub use tally::Snapshot;
+use tally::Tally;
 
 /// The open model's timer, beside the connections' tokens (their indexes).
 const TIMER: Token = Token(usize::MAX);
-
-/// One interval's statistics from one worker.
-#[derive(Debug)]
-pub struct Snapshot {
-    pub worker: usize,
-    pub index: u64,
-    pub start: Instant,
-    pub end: Instant,
-    pub stats: Stats,
-    /// The worker has stopped; no snapshot with a higher index follows.
-    pub last: bool,
-}
 
 /// What a worker is told.
 pub struct WorkerSpec {
@@ -60,11 +57,10 @@ pub struct WorkerSpec {
     pub stop: Arc<AtomicBool>,
     pub tx: Sender<Snapshot>,
     /// Emptied statistics the collector hands back, to take the next
-    /// interval's place without allocating (see `Worker::snapshot`).
+    /// interval's place without allocating (see `Tally::snapshot`).
     pub spare: Receiver<Stats>,
 }
 
-const READ_BUF: usize = 4096;
 /// Reads of one connection per readiness event before the event loop gets
 /// its turn again (256 KiB). Without a bound, a server that sends without
 /// end (an endless body on loopback fills every read) kept the loop in one
@@ -72,170 +68,70 @@ const READ_BUF: usize = 4096;
 /// (`tests/hostile.rs` hung until killed). Normal responses are a few
 /// hundred bytes, one read.
 const READS_PER_EVENT: usize = 64;
-/// Wait before reconnecting after a failed connect, so a refusing target is
-/// not hammered in a tight loop.
-const CONNECT_BACKOFF: Duration = Duration::from_millis(20);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Waiting for the connect to finish.
-    Connecting,
-    /// Connected, nothing outstanding, waiting for a timer (open model or backoff).
-    Waiting,
-    /// Connected with requests outstanding (or being written).
-    Busy,
-    /// Connected and idle, nothing more to send.
-    Done,
-    /// No socket (backoff before reconnecting).
-    Closed,
-}
-
-struct Conn {
-    stream: Option<TcpStream>,
-    phase: Phase,
-    /// Generation, bumped on reconnect, so stale timers are ignored.
-    gen: u64,
-    buf: Box<[u8]>,
-    start: usize,
-    end: usize,
-    parser: ResponseParser,
-    /// Requests written or being written and not yet answered.
-    outstanding: usize,
-    /// Bytes of the current batch written so far.
-    written: usize,
-    /// When the outstanding requests were due (open model) or sent (closed).
-    sent_at: Instant,
-    /// Open model: when the next request is due.
-    next_due: Instant,
-    connect_started: Instant,
-    /// A request the server answered with 408 as it ended the connection:
-    /// sent again, once, on the new connection, its latency still counted
-    /// from this time (its original send or intended time).
-    retry: Option<Instant>,
-    /// The outstanding request is such a repeat (a second 408 counts).
-    repeated: bool,
-    /// The connection has carried a response: a close as the next request
-    /// goes out is the server's idle close, not a refusal.
-    reused: bool,
-}
 
 struct Worker {
-    spec: WorkerSpec,
+    config: Arc<Config>,
+    start: Instant,
+    stop: Arc<AtomicBool>,
     poll: Poll,
     conns: Vec<Conn>,
-    timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
+    agenda: Agenda,
+    tally: Tally,
     batch: Vec<u8>,
     batch_len: usize,
     /// The request may be sent again (GET, HEAD, PUT, DELETE, OPTIONS).
     idempotent: bool,
     period: Duration,
-    stats: Stats,
-    /// Connections whose response completed during this batch of events;
-    /// their next requests go out together after the batch (see `flush_ready`).
-    ready: Vec<usize>,
-    sent: u64,
-    index: u64,
-    interval_start: Instant,
     stopping: bool,
-    /// Open model: the µs-precise wake-up (see [`crate::timer`]).
-    timer: Option<TimerFd>,
-    /// Connections left readable after `READS_PER_EVENT` reads: read again
-    /// after the next (non-blocking) poll, since an edge-triggered poll
-    /// does not report them again.
-    unread: Vec<usize>,
-}
-
-/// Puts the calling thread under SCHED_BATCH.
-///
-/// Measured with nginx `return 200` and loadgen -c64 sharing one CPU of the
-/// 2-core dev machine (2 A/B pairs of 3 s): 300k against 270k requests/s and
-/// 1.31 against 1.61 client CPU us per request; wrk under `chrt --batch`
-/// gains 4% the same way. The policy only changes who preempts whom on a
-/// wake-up; it never starves the thread.
-fn set_batch_policy() -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_setscheduler(0, ..) changes only the calling thread, with
-    // a valid parameter block.
-    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// Runs a worker until the deadline, its budget, or the stop flag.
 pub fn run(spec: WorkerSpec) -> io::Result<()> {
     let config = Arc::clone(&spec.config);
     if config.sched == Sched::Batch {
-        if let Err(e) = set_batch_policy() {
+        if let Err(e) = agenda::set_batch_policy() {
             eprintln!(
                 "loadgen: cannot use SCHED_BATCH ({e}); this worker runs under the default policy"
             );
         }
     }
-    if matches!(config.model, Model::Open { .. }) {
-        // The kernel may delay a timer of a normal thread by up to 50 µs to
-        // batch wake-ups; the open model's sends must leave on time.
-        // SAFETY: PR_SET_TIMERSLACK changes only the calling thread.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let open = matches!(config.model, Model::Open { .. });
+    if open {
+        agenda::precise_timers();
     }
     let (batch_len, period) = match config.model {
         Model::Closed { pipeline } => (pipeline, Duration::ZERO),
         Model::Open { rate } => (1, Duration::from_secs_f64(config.connections as f64 / rate)),
     };
-    let batch = config.target.request.repeat(batch_len);
     let start = spec.start;
     let mut worker = Worker {
         poll: Poll::new()?,
         conns: Vec::with_capacity(spec.conns),
-        timers: BinaryHeap::new(),
-        batch,
+        agenda: Agenda::new(spec.conns, open)?,
+        tally: Tally::new(spec.id, spec.budget, start, spec.tx, spec.spare),
+        batch: config.target.request.repeat(batch_len),
         batch_len,
         idempotent: [&b"GET "[..], b"HEAD ", b"PUT ", b"DELETE ", b"OPTIONS "]
             .iter()
             .any(|m| config.target.request.starts_with(m)),
         period,
-        stats: Stats::default(),
-        ready: Vec::with_capacity(spec.conns),
-        sent: 0,
-        index: 0,
-        interval_start: start,
         stopping: false,
-        unread: Vec::new(),
-        timer: match config.model {
-            Model::Open { .. } => Some(TimerFd::new()?),
-            Model::Closed { .. } => None,
-        },
-        spec,
+        start,
+        stop: spec.stop,
+        config: Arc::clone(&config),
     };
-    if let Some(t) = &worker.timer {
+    if let Some(t) = &worker.agenda.timer {
         worker.poll.registry().register(
             &mut SourceFd(&t.as_raw_fd()),
             TIMER,
             Interest::READABLE,
         )?;
     }
-    for i in 0..worker.spec.conns {
+    for i in 0..spec.conns {
         // Spread the open model's schedules evenly over one period.
-        let global = worker.spec.first_conn + i;
-        worker.conns.push(Conn {
-            stream: None,
-            phase: Phase::Closed,
-            gen: 0,
-            buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            start: 0,
-            end: 0,
-            parser: ResponseParser::new(config.head_only),
-            outstanding: 0,
-            written: 0,
-            sent_at: start,
-            next_due: schedule::first_due(start, period, global, config.connections),
-            connect_started: start,
-            retry: None,
-            repeated: false,
-            reused: false,
-        });
+        let global = spec.first_conn + i;
+        let due = schedule::first_due(start, period, global, config.connections);
+        worker.conns.push(Conn::new(config.head_only, start, due));
         worker.connect(i);
     }
     worker.event_loop()
@@ -243,8 +139,8 @@ pub fn run(spec: WorkerSpec) -> io::Result<()> {
 
 impl Worker {
     fn event_loop(&mut self) -> io::Result<()> {
-        let config = Arc::clone(&self.spec.config);
-        let deadline = config.total_duration().map(|d| self.spec.start + d);
+        let config = Arc::clone(&self.config);
+        let deadline = config.total_duration().map(|d| self.start + d);
         let mut events = Events::with_capacity(1024);
         let check_every = (config.timeout / 4).min(Duration::from_millis(100));
         let mut next_check = Instant::now() + check_every;
@@ -253,7 +149,7 @@ impl Worker {
             // Boundaries on a fixed grid from the start, so that processes
             // started at one --start-at barrier close their intervals together
             // (no drift from the time each close takes).
-            let boundary = self.spec.start + config.interval * (self.index as u32 + 1);
+            let boundary = self.start + config.interval * (self.tally.index as u32 + 1);
             if now >= boundary {
                 // The interval the deadline closes ends there, however
                 // late this thread woke to close it: no send is due past
@@ -263,9 +159,10 @@ impl Worker {
                 // lateness and cut its 2xx/s by as much (10.1 ms late
                 // fails a sweep step's 99 %-of-the-rate bound; six busy
                 // loops on 2 cores made it up to 5.1 ms).
-                self.snapshot(deadline.map_or(now, |d| now.min(d)), false);
+                self.tally
+                    .snapshot(deadline.map_or(now, |d| now.min(d)), false);
             }
-            if deadline.is_some_and(|d| now >= d) || self.spec.stop.load(Ordering::Relaxed) {
+            if deadline.is_some_and(|d| now >= d) || self.stop.load(Ordering::Relaxed) {
                 break;
             }
             if self.finished() {
@@ -277,20 +174,17 @@ impl Worker {
             }
             self.fire_timers(now);
 
-            let mut wake = boundary.min(next_check);
-            if let Some(Reverse((t, _, _))) = self.timers.peek() {
-                wake = wake.min(*t);
-            }
+            let mut wake = self.agenda.wake(boundary.min(next_check));
             if let Some(d) = deadline {
                 wake = wake.min(d);
             }
             let now = Instant::now();
             let (arm, mut timeout) =
-                schedule::plan(now, wake, self.timer.is_some(), config.spin_before);
-            if !self.unread.is_empty() {
+                schedule::plan(now, wake, self.agenda.timer.is_some(), config.spin_before);
+            if !self.agenda.unread.is_empty() {
                 timeout = Duration::ZERO;
             }
-            if let (Some(at), Some(t)) = (arm, self.timer.as_mut()) {
+            if let (Some(at), Some(t)) = (arm, self.agenda.timer.as_mut()) {
                 t.arm(at, now)?;
             }
             match self.poll.poll(&mut events, Some(timeout)) {
@@ -300,7 +194,7 @@ impl Worker {
             }
             for event in events.iter() {
                 if event.token() == TIMER {
-                    if let Some(t) = self.timer.as_mut() {
+                    if let Some(t) = self.agenda.timer.as_mut() {
                         t.clear();
                     }
                     continue;
@@ -313,7 +207,7 @@ impl Worker {
                     self.on_readable(i, event.is_read_closed() || event.is_error());
                 }
             }
-            for i in std::mem::take(&mut self.unread) {
+            for i in std::mem::take(&mut self.agenda.unread) {
                 self.on_readable(i, false);
             }
             self.flush_ready();
@@ -322,13 +216,14 @@ impl Worker {
         // (the last boundary already closed an interval) it has no length,
         // and the collector drops it, however late this thread got here.
         let end = Instant::now();
-        self.snapshot(deadline.map_or(end, |d| end.min(d)), true);
+        self.tally
+            .snapshot(deadline.map_or(end, |d| end.min(d)), true);
         Ok(())
     }
 
     /// With a request budget: true once every request was sent and answered.
     fn finished(&self) -> bool {
-        self.spec.budget.is_some_and(|b| self.sent >= b)
+        self.tally.budget_spent()
             && self
                 .conns
                 .iter()
@@ -336,77 +231,28 @@ impl Worker {
     }
 
     fn budget_left(&self) -> bool {
-        !self.stopping && self.spec.budget.is_none_or(|b| self.sent < b)
-    }
-
-    fn snapshot(&mut self, now: Instant, last: bool) {
-        // A fresh `Stats` is three histograms of about 200 KB each. Allocating
-        // it here, and the collector merging it into another fresh one and
-        // freeing both, took the sending thread's CPU (the collector shares
-        // it when loadgen is pinned to one) for 0.56-0.95 ms at every
-        // interval boundary: loadgen -c 256 --rate 20000 --spin-before 1ms
-        // against nginx on the other CPU, 2-vCPU VM, 2026-11-26, read a send
-        // lateness max of 558-948 µs (median 715) in each 1 s interval. With
-        // each snapshot's `Stats` emptied and handed back by the collector
-        // (only the first intervals allocate) and one worker's snapshot
-        // emitted without a merged copy (`run.rs`), 299-627 µs (median 327);
-        // the rest is mostly the interval record's histogram encoding.
-        let fresh = self.spec.spare.try_recv().unwrap_or_default();
-        let stats = std::mem::replace(&mut self.stats, fresh);
-        let _ = self.spec.tx.send(Snapshot {
-            worker: self.spec.id,
-            index: self.index,
-            start: self.interval_start,
-            end: now,
-            stats,
-            last,
-        });
-        self.index += 1;
-        self.interval_start = now;
+        !self.stopping && self.tally.within_budget()
     }
 
     fn connect(&mut self, i: usize) {
-        let addr = self.spec.config.target.addr;
-        let conn = &mut self.conns[i];
-        conn.gen += 1;
-        conn.start = 0;
-        conn.end = 0;
-        conn.parser = ResponseParser::new(self.spec.config.head_only);
-        conn.outstanding = 0;
-        conn.written = 0;
-        conn.reused = false;
-        conn.connect_started = Instant::now();
-        match TcpStream::connect(addr) {
-            Ok(mut stream) => {
-                let interest = Interest::READABLE | Interest::WRITABLE;
-                if self
-                    .poll
-                    .registry()
-                    .register(&mut stream, Token(i), interest)
-                    .is_err()
-                {
-                    self.stats.error(ErrorKind::Connect);
-                    self.backoff(i);
-                    return;
-                }
-                let conn = &mut self.conns[i];
-                conn.stream = Some(stream);
-                conn.phase = Phase::Connecting;
-            }
-            Err(_) => {
-                self.stats.error(ErrorKind::Connect);
-                self.backoff(i);
-            }
+        let addr = self.config.target.addr;
+        let head_only = self.config.head_only;
+        if self.conns[i]
+            .open(self.poll.registry(), Token(i), addr, head_only)
+            .is_err()
+        {
+            self.tally.stats.error(ErrorKind::Connect);
+            self.backoff(i);
         }
     }
 
     fn backoff(&mut self, i: usize) {
         let conn = &mut self.conns[i];
-        conn.stream = None;
+        conn.forget();
         conn.phase = Phase::Closed;
         conn.outstanding = 0;
-        self.timers
-            .push(Reverse((Instant::now() + CONNECT_BACKOFF, i, conn.gen)));
+        self.agenda
+            .at(Instant::now() + CONNECT_BACKOFF, i, conn.gen);
     }
 
     /// Drops the connection after an error: each outstanding request is one
@@ -414,12 +260,10 @@ impl Worker {
     fn fail(&mut self, i: usize, kind: ErrorKind) {
         let conn = &mut self.conns[i];
         let lost = conn.outstanding.max(1) as u64;
-        if let Some(mut stream) = conn.stream.take() {
-            let _ = self.poll.registry().deregister(&mut stream);
-        }
+        conn.close(self.poll.registry());
         let was_connecting = conn.phase == Phase::Connecting;
         conn.outstanding = 0;
-        self.stats.errors[kind as usize] += lost;
+        self.tally.stats.errors[kind as usize] += lost;
         if was_connecting || kind == ErrorKind::Connect {
             self.backoff(i);
         } else if !self.stopping {
@@ -429,19 +273,13 @@ impl Worker {
 
     /// The server closed the connection after a response (Connection: close).
     fn reopen(&mut self, i: usize) {
-        if let Some(mut stream) = self.conns[i].stream.take() {
-            let _ = self.poll.registry().deregister(&mut stream);
-        }
-        self.stats.reconnects += 1;
+        self.conns[i].close(self.poll.registry());
+        self.tally.stats.reconnects += 1;
         self.connect(i);
     }
 
     fn fire_timers(&mut self, now: Instant) {
-        while let Some(Reverse((t, i, gen))) = self.timers.peek().copied() {
-            if t > now {
-                break;
-            }
-            self.timers.pop();
+        while let Some((i, gen)) = self.agenda.pop_due(now) {
             let conn = &self.conns[i];
             if conn.gen != gen {
                 continue;
@@ -455,7 +293,7 @@ impl Worker {
     }
 
     fn check_timeouts(&mut self, now: Instant) {
-        let timeout = self.spec.config.timeout;
+        let timeout = self.config.timeout;
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             let expired = match c.phase {
@@ -481,11 +319,11 @@ impl Worker {
     /// CPU, 3 A/B pairs of 3 s on the 2-core dev machine): 1.3% less client
     /// CPU per request (1.611 vs 1.636 us) and 0.6% more requests/s.
     fn flush_ready(&mut self) {
-        if self.ready.is_empty() {
+        if self.agenda.ready.is_empty() {
             return;
         }
         let now = Instant::now();
-        let mut ready = std::mem::take(&mut self.ready);
+        let mut ready = std::mem::take(&mut self.agenda.ready);
         for &i in &ready {
             // Skip connections replaced since (their generation moved on).
             if self.conns[i].phase == Phase::Busy && self.conns[i].outstanding == 0 {
@@ -493,7 +331,7 @@ impl Worker {
             }
         }
         ready.clear();
-        self.ready = ready;
+        self.agenda.ready = ready;
     }
 
     /// The connection is ready for its next request: sends it now (closed
@@ -503,24 +341,16 @@ impl Worker {
             self.conns[i].phase = Phase::Done;
             return;
         }
-        match self.spec.config.model {
-            Model::Closed { .. } => match self.gate_opens(now) {
-                None => self.send(i, now),
-                Some(at) => {
-                    let conn = &mut self.conns[i];
-                    conn.phase = Phase::Waiting;
-                    self.timers.push(Reverse((at, i, conn.gen)));
-                }
-            },
-            Model::Open { .. } => {
-                let due = self.conns[i].next_due;
-                if due <= now {
-                    self.send(i, now);
-                } else {
-                    let conn = &mut self.conns[i];
-                    conn.phase = Phase::Waiting;
-                    self.timers.push(Reverse((due, i, conn.gen)));
-                }
+        let at = match self.config.model {
+            Model::Closed { .. } => self.gate_opens(now),
+            Model::Open { .. } => Some(self.conns[i].next_due).filter(|due| *due > now),
+        };
+        match at {
+            None => self.send(i, now),
+            Some(at) => {
+                let conn = &mut self.conns[i];
+                conn.phase = Phase::Waiting;
+                self.agenda.at(at, i, conn.gen);
             }
         }
     }
@@ -528,8 +358,8 @@ impl Worker {
     /// With `--active-half`: when this worker's half next opens (`None`:
     /// open now, or no gate).
     fn gate_opens(&self, now: Instant) -> Option<Instant> {
-        let g = self.spec.config.gate?;
-        gate::next_open(self.spec.start, g.period, g.half, now)
+        let g = self.config.gate?;
+        gate::next_open(self.start, g.period, g.half, now)
     }
 
     fn send(&mut self, i: usize, now: Instant) {
@@ -537,7 +367,7 @@ impl Worker {
             self.conns[i].phase = Phase::Done;
             return;
         }
-        let open = matches!(self.spec.config.model, Model::Open { .. });
+        let open = matches!(self.config.model, Model::Open { .. });
         let conn = &mut self.conns[i];
         if open {
             // Latency counts from when the request was due, not when it could
@@ -545,9 +375,9 @@ impl Worker {
             let busy = conn.phase == Phase::Busy;
             let due = schedule::take(&mut conn.next_due, self.period, Instant::now());
             if busy && due.lateness > Duration::from_millis(1) {
-                self.stats.late += 1;
+                self.tally.stats.late += 1;
             }
-            self.stats.sent_late(due.lateness, busy);
+            self.tally.stats.sent_late(due.lateness, busy);
             conn.sent_at = due.intended;
         } else {
             conn.sent_at = now;
@@ -556,7 +386,7 @@ impl Worker {
         conn.outstanding = self.batch_len;
         conn.written = 0;
         conn.repeated = false;
-        self.sent += self.batch_len as u64;
+        self.tally.sent += self.batch_len as u64;
         self.write_pending(i);
     }
 
@@ -572,45 +402,26 @@ impl Worker {
     }
 
     fn write_pending(&mut self, i: usize) {
-        let conn = &mut self.conns[i];
-        let Some(stream) = conn.stream.as_mut() else {
-            return;
-        };
-        while conn.written < self.batch.len() {
-            match stream.write(&self.batch[conn.written..]) {
-                Ok(0) => return self.fail(i, ErrorKind::Write),
-                Ok(n) => conn.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return self.fail(i, ErrorKind::Write),
-            }
+        if let Wrote::Failed = self.conns[i].write(&self.batch) {
+            self.fail(i, ErrorKind::Write);
         }
     }
 
     fn on_writable(&mut self, i: usize) {
         let conn = &mut self.conns[i];
         match conn.phase {
-            Phase::Connecting => {
-                let Some(stream) = conn.stream.as_ref() else {
-                    return;
-                };
-                match stream.take_error() {
-                    Ok(None) => {}
-                    _ => return self.fail(i, ErrorKind::Connect),
+            Phase::Connecting => match conn.finish_connect() {
+                Connect::Pending => {}
+                Connect::Failed => self.fail(i, ErrorKind::Connect),
+                Connect::Done => {
+                    conn.phase = Phase::Waiting;
+                    if let Some(at) = conn.retry.take() {
+                        self.repeat(i, at);
+                    } else {
+                        self.next_request(i, Instant::now());
+                    }
                 }
-                match stream.peer_addr() {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
-                    Err(_) => return self.fail(i, ErrorKind::Connect),
-                }
-                let _ = stream.set_nodelay(true);
-                conn.phase = Phase::Waiting;
-                if let Some(at) = conn.retry.take() {
-                    self.repeat(i, at);
-                } else {
-                    self.next_request(i, Instant::now());
-                }
-            }
+            },
             Phase::Busy if conn.written < self.batch.len() => self.write_pending(i),
             _ => {}
         }
@@ -622,37 +433,19 @@ impl Worker {
     /// otherwise left waiting for a timeout).
     fn on_readable(&mut self, i: usize, closing: bool) {
         if self.conns[i].phase == Phase::Connecting {
-            // A refused connect shows up as readable + error.
-            if let Some(stream) = self.conns[i].stream.as_ref() {
-                if matches!(stream.take_error(), Ok(Some(_)) | Err(_)) {
-                    return self.fail(i, ErrorKind::Connect);
-                }
+            if self.conns[i].connect_refused() {
+                self.fail(i, ErrorKind::Connect);
             }
             return;
         }
         for _ in 0..READS_PER_EVENT {
-            let conn = &mut self.conns[i];
-            let Some(stream) = conn.stream.as_mut() else {
+            let Some(filled) = self.conns[i].fill() else {
                 return;
             };
-            if conn.end == conn.buf.len() {
-                if conn.start > 0 {
-                    conn.buf.copy_within(conn.start..conn.end, 0);
-                    conn.end -= conn.start;
-                    conn.start = 0;
-                } else {
-                    // A response head larger than the buffer: grow it.
-                    let mut bigger = vec![0u8; conn.buf.len() * 2].into_boxed_slice();
-                    bigger[..conn.end].copy_from_slice(&conn.buf[..conn.end]);
-                    conn.buf = bigger;
-                }
-            }
-            let space = conn.buf.len() - conn.end;
-            match stream.read(&mut conn.buf[conn.end..]) {
-                Ok(0) => return self.on_eof(i),
-                Ok(n) => {
-                    conn.end += n;
-                    self.stats.bytes_read += n as u64;
+            match filled {
+                Filled::Eof => return self.on_eof(i),
+                Filled::Read { n, space } => {
+                    self.tally.stats.bytes_read += n as u64;
                     if !self.consume(i) {
                         return;
                     }
@@ -660,23 +453,26 @@ impl Worker {
                         return;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Filled::Drained => return,
                 // A reset of a connection with nothing outstanding lost nothing.
-                Err(_) if self.conns[i].outstanding == 0 => return self.idle_closed(i, None),
-                Err(_) if self.crossed_idle_close(i) => return self.repeat_after_idle_close(i),
-                Err(_) => return self.fail(i, ErrorKind::Read),
+                Filled::Failed if self.conns[i].outstanding == 0 => {
+                    return self.idle_closed(i, None)
+                }
+                Filled::Failed if self.crossed_idle_close(i) => {
+                    return self.repeat_after_idle_close(i)
+                }
+                Filled::Failed => return self.fail(i, ErrorKind::Read),
             }
         }
         // Still readable: the rest after the event loop's next turn.
-        self.unread.push(i);
+        self.agenda.unread.push(i);
     }
 
     fn on_eof(&mut self, i: usize) {
         let conn = &mut self.conns[i];
         if let Some(done) = conn.parser.eof() {
             let latency = conn.sent_at.elapsed().as_micros() as u64;
-            self.stats.response(done.status, latency);
+            self.tally.stats.response(done.status, latency);
             conn.outstanding = conn.outstanding.saturating_sub(1);
         }
         if self.crossed_idle_close(i) {
@@ -705,7 +501,7 @@ impl Worker {
             && c.outstanding == 1
             && c.reused
             && !c.repeated
-            && c.start == c.end
+            && c.nothing_unparsed()
             && c.parser.idle()
             && !self.stopping
     }
@@ -721,7 +517,7 @@ impl Worker {
     /// response nobody asked for (`status`, e.g. ntex's 408 after its client
     /// timeout) or without: counted once, under its own kind, and reopened.
     fn idle_closed(&mut self, i: usize, status: Option<u16>) {
-        self.stats.closed_idle(status);
+        self.tally.stats.closed_idle(status);
         self.reopen(i);
     }
 
@@ -729,18 +525,10 @@ impl Worker {
     fn consume(&mut self, i: usize) -> bool {
         loop {
             let conn = &mut self.conns[i];
-            let (used, done) = match conn.parser.parse(&conn.buf[conn.start..conn.end]) {
-                Ok(r) => r,
-                Err(_) => {
-                    self.fail(i, ErrorKind::Parse);
-                    return false;
-                }
+            let Ok((used, done)) = conn.parse() else {
+                self.fail(i, ErrorKind::Parse);
+                return false;
             };
-            conn.start += used;
-            if conn.start == conn.end {
-                conn.start = 0;
-                conn.end = 0;
-            }
             if let Some(done) = done {
                 if conn.outstanding == 0 {
                     // A response nobody asked for: the server is ending an
@@ -767,16 +555,16 @@ impl Worker {
                 conn.reused = true;
                 conn.outstanding -= 1;
                 let finished_batch = conn.outstanding == 0;
-                self.stats.response(done.status, latency);
+                self.tally.stats.response(done.status, latency);
                 if done.close {
                     let lost = self.conns[i].outstanding as u64;
-                    self.stats.errors[ErrorKind::Closed as usize] += lost;
+                    self.tally.stats.errors[ErrorKind::Closed as usize] += lost;
                     self.conns[i].outstanding = 0;
                     self.reopen(i);
                     return false;
                 }
                 if finished_batch {
-                    self.ready.push(i);
+                    self.agenda.ready.push(i);
                 }
             } else if used == 0 {
                 return true;
