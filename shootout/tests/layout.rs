@@ -2,8 +2,9 @@
 //! host kinds are decided in `src/place/` only; in shootout, analysis and
 //! loadgen (`CRATES`), no function grows past 120 lines and the files under
 //! `src/` import each other (by `crate::`, `super::` and `self::` paths)
-//! without circles; and the README names every source file and every
-//! scenario file (and no file that is gone).
+//! without circles; the README names every source file and every
+//! scenario file (and no file that is gone); and every doc keeps its line
+//! limit (the top README, its findings, CONTRIBUTING.md, the crate READMEs).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -701,4 +702,35 @@ fn top_readme_findings_are_one_short_line_each() {
          linking to the account (move the detail to docs/findings.md):\n{}",
         problems.join("\n")
     );
+}
+
+/// Every crate's README (a folder of the root with a `Cargo.toml`) says
+/// what the crate owns and how to run it: at most 300 lines, the runner's
+/// at most 400 (above). Accounts go to a page under `docs/`.
+#[test]
+fn crate_readmes_stay_within_300_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut crates: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").is_file() && e.path().join("README.md").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "shootout")
+        .collect();
+    crates.sort();
+    assert!(
+        crates.iter().any(|c| c == "loadgen") && crates.iter().any(|c| c == "analysis"),
+        "found no crate READMEs beside the runner: {crates:?}"
+    );
+    let problems: Vec<String> = crates
+        .iter()
+        .filter_map(|c| {
+            over_limit(
+                &format!("{c}/README.md"),
+                300,
+                "say what the crate owns and how to run it; move accounts to a page under docs/",
+            )
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
