@@ -734,3 +734,83 @@ fn crate_readmes_stay_within_300_lines() {
         .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The relative link targets (`[text](path#anchor)`, outside code blocks)
+/// of `text`: the path part, without the anchor; web links left out.
+fn relative_links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced {
+            continue;
+        }
+        for (at, _) in line.match_indices("](") {
+            let target: String = line[at + 2..]
+                .chars()
+                .take_while(|c| *c != ')' && !c.is_whitespace())
+                .collect();
+            let path = target.split('#').next().unwrap_or("");
+            if !path.is_empty() && !path.contains("://") && !path.starts_with("mailto:") {
+                out.push(path.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn relative_links_are_read_outside_code_blocks() {
+    let text = "see [a](docs/x.md#y), [b](https://e.org/) and [c](#here)\n```\n[d](gone.md)\n```\n";
+    assert_eq!(relative_links(text), ["docs/x.md"]);
+}
+
+/// The doors and the pages behind them link to files that exist, inside
+/// the repository: every relative link of the top README, CONTRIBUTING.md,
+/// the crate READMEs and `docs/*.md`. A page moved or renamed gets its
+/// links changed with it.
+#[test]
+fn doc_links_point_at_files_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut pages = vec!["README.md".to_string(), "CONTRIBUTING.md".to_string()];
+    for entry in std::fs::read_dir(&root).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.path().join("Cargo.toml").is_file() && entry.path().join("README.md").is_file() {
+            pages.push(format!("{name}/README.md"));
+        }
+    }
+    for entry in std::fs::read_dir(root.join("docs")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") {
+            pages.push(format!("docs/{name}"));
+        }
+    }
+    pages.sort();
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(root.join(page)).unwrap();
+        let dir = Path::new(page).parent().unwrap_or(Path::new(""));
+        for link in relative_links(&text) {
+            // Inside the repository: never climbing above its root.
+            let mut depth: i64 = 0;
+            let mut inside = true;
+            for part in dir.join(&link).components() {
+                match part {
+                    std::path::Component::ParentDir => depth -= 1,
+                    std::path::Component::Normal(_) => depth += 1,
+                    _ => {}
+                }
+                inside &= depth >= 0;
+            }
+            if !inside {
+                broken.push(format!("{page}: {link} is outside the repository"));
+            } else if !root.join(dir).join(&link).exists() {
+                broken.push(format!("{page}: {link} does not exist"));
+            }
+        }
+    }
+    assert!(pages.len() > 10, "found only {} pages", pages.len());
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
