@@ -1,4 +1,5 @@
-//! `SHOOTOUT_HOLD_AT=STAGE` (build, start, verify, measure, record): the run
+//! `SHOOTOUT_HOLD_AT=STAGE` (build, start, verify, measure, record; block,
+//! between a paired comparison's blocks; report, once the run is recorded): the run
 //! stops at that stage, says so on stderr, and waits there until SIGINT or
 //! SIGTERM comes, then goes on as a run interrupted at that very point
 //! would; SIGUSR1 lets it go on uninterrupted (after a test has filled the
@@ -11,12 +12,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The stages a run can be held at, in order.
+/// The stages every design passes, in order.
 pub const STAGES: [&str; 5] = ["build", "start", "verify", "measure", "record"];
+
+/// Stages of their own: between two blocks of a paired comparison, and
+/// the report once the run is recorded.
+pub const MORE_STAGES: [&str; 2] = ["block", "report"];
 
 /// Holds the run here if `SHOOTOUT_HOLD_AT` names `stage`.
 pub fn stage(stage: &str) {
-    debug_assert!(STAGES.contains(&stage));
+    debug_assert!(STAGES.contains(&stage) || MORE_STAGES.contains(&stage));
     if std::env::var("SHOOTOUT_HOLD_AT").ok().as_deref() != Some(stage) {
         return;
     }

@@ -7,9 +7,13 @@
 
 use std::fmt;
 use std::fs::File;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::prebuilt::Prebuilt;
 use crate::Variant;
@@ -94,6 +98,10 @@ pub enum BuildError {
     /// cargo ran and failed.
     #[error("`{command}` failed ({status})")]
     Cargo { command: String, status: ExitStatus },
+    /// The stop flag was raised (SIGINT, SIGTERM to the runner): cargo and
+    /// every compiler it started were stopped.
+    #[error("`{command}` stopped: the run was interrupted")]
+    Stopped { command: String },
     /// A file step around the build failed: `action` is creating, locking,
     /// copying or placing.
     #[error("{action} {}: {error}", path.display())]
@@ -124,6 +132,8 @@ pub struct Builder {
     pub root: PathBuf,
     pub target: PathBuf,
     pub profile: Profile,
+    /// Raised to stop a build under way (see [`Builder::stopped_by`]).
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl Builder {
@@ -141,7 +151,18 @@ impl Builder {
             root,
             target,
             profile,
+            stop: None,
         }
+    }
+
+    /// Builds that end as soon as `stop` is raised: cargo runs in a process
+    /// group of its own, which gets SIGTERM (then SIGKILL after 5 s), so no
+    /// compiler goes on after the runner stopped. Without it, cargo shares
+    /// the caller's group and a terminal's Ctrl-C reaches it directly, but a
+    /// SIGTERM to the caller alone would wait for the whole build.
+    pub fn stopped_by(mut self, stop: Arc<AtomicBool>) -> Builder {
+        self.stop = Some(stop);
+        self
     }
 
     /// Builds (or reuses) `variant`; returns its own copy of the binary,
@@ -274,19 +295,38 @@ impl Builder {
 
     fn cargo(&self, args: &[&str]) -> Result<(), BuildError> {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(&cargo)
-            .args(args)
+        let command = || format!("cargo {}", args.join(" "));
+        let mut cmd = Command::new(&cargo);
+        cmd.args(args)
             .current_dir(&self.root)
             .env("CARGO_TARGET_DIR", &self.target)
-            .stdin(Stdio::null())
-            .status()
-            .map_err(|error| BuildError::Spawn {
-                cargo: cargo.clone(),
-                error,
-            })?;
+            .stdin(Stdio::null());
+        let spawned = |error| BuildError::Spawn {
+            cargo: cargo.clone(),
+            error,
+        };
+        let status = match &self.stop {
+            None => cmd.status().map_err(spawned)?,
+            Some(stop) => {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(BuildError::Stopped { command: command() });
+                }
+                let mut child = cmd.process_group(0).spawn().map_err(spawned)?;
+                loop {
+                    if let Some(status) = child.try_wait().map_err(spawned)? {
+                        break status;
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        stop_group(&mut child);
+                        return Err(BuildError::Stopped { command: command() });
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        };
         if !status.success() {
             return Err(BuildError::Cargo {
-                command: format!("cargo {}", args.join(" ")),
+                command: command(),
                 status,
             });
         }
@@ -303,6 +343,24 @@ impl Builder {
         file.lock().map_err(BuildError::file("locking", &path))?;
         Ok(file)
     }
+}
+
+/// SIGTERM to `child`'s process group (cargo and its compilers), SIGKILL
+/// after 5 s, and the wait for cargo itself.
+fn stop_group(child: &mut std::process::Child) {
+    let group = child.id() as i32;
+    // SAFETY: kill(2) on the process group our own child leads.
+    unsafe { libc::kill(-group, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: as above; whatever is left of the group.
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+    let _ = child.wait();
 }
 
 #[cfg(test)]

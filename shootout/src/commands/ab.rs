@@ -132,6 +132,7 @@ fn toml_string(s: &str) -> String {
 }
 
 pub(super) fn run(a: Args) -> ExitCode {
+    crate::place::orphans::mark_runner();
     let split = |which: &str, cmd: &str| -> Result<Vec<String>, String> {
         match shlex::split(cmd) {
             Some(v) if !v.is_empty() => Ok(v),

@@ -37,7 +37,11 @@ fn check_file(a: &Args) -> anyhow::Result<String> {
     let Some(remote) = hosts::load(&a.file)? else {
         bail!("{}: no [ssh] and [hosts.NAME] tables", a.file.display());
     };
-    let loadgen = build::loadgen(&build::workspace_root(), a.build.profile())?;
+    let loadgen = build::loadgen(
+        &build::workspace_root(),
+        a.build.profile(),
+        &super::stop_flag(),
+    )?;
     Ok(table(&connect::check(&remote, &loadgen)?))
 }
 

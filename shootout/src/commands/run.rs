@@ -60,6 +60,7 @@ pub(super) struct Overrides {
 }
 
 pub(super) fn run(a: Args) -> ExitCode {
+    crate::place::orphans::mark_runner();
     let file = match super::load_file(&a.file) {
         Ok(f) => f,
         Err(code) => return code,
@@ -131,7 +132,7 @@ pub(super) fn run_parsed(
         "results: {}",
         outcome.dir.display()
     );
-    if outcome.interrupted {
+    if outcome.interrupted || outcome.stopped_in_report {
         interrupted_exit()
     } else if outcome.failed() > 0 {
         eprintln!(

@@ -300,8 +300,8 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
         bail!("the calibration file has an A/A row and controls");
     };
     eprintln!("shootout: building loadgen and {}", base.variant());
-    let loadgen = build::loadgen(&root, o.profile)?;
-    let bin = build::server(&root, base, o.profile)?;
+    let loadgen = build::loadgen(&root, o.profile, stop)?;
+    let bin = build::server(&root, base, o.profile, stop)?;
     let binaries = HashMap::from([(base.variant(), bin)]);
     let hosts = Hosts::here();
     let run = Prepared {

@@ -62,6 +62,9 @@ pub struct RunOutcome {
     pub memory_failed: usize,
     pub memory_total: usize,
     pub interrupted: bool,
+    /// A stop (SIGINT, SIGTERM) came once the run was recorded; the report
+    /// was completed, and the command still exits as interrupted.
+    pub stopped_in_report: bool,
 }
 
 impl RunOutcome {
@@ -74,6 +77,7 @@ impl RunOutcome {
             memory_failed: 0,
             memory_total: 0,
             interrupted,
+            stopped_in_report: false,
         }
     }
 
@@ -137,7 +141,16 @@ pub fn run_file(
     // Before anything is built or written: what these rows run must be here.
     setup::ensure(&setup::needs_of(&scenarios))?;
     setup::ensure_rust_targets(&scenarios)?;
+    // What a runner killed earlier (SIGKILL) left: ended before this run
+    // starts anything, and said in one line.
+    let ended = crate::place::orphans::end_leftovers();
+    if !ended.is_empty() {
+        eprintln!("shootout: {}", ended.line());
+    }
     let dir = run_dir(&opts.out, &format!("{}-{}", meta::timestamp(), file.name))?;
+    // Registered while it is written, for the next run to end if this one
+    // is killed.
+    let registered = crate::place::orphans::register(&dir)?;
     let result = run_in(&dir, &root, file, opts, &scenarios, &design, stop);
     // Whatever happened, no temporary or partial file stays: each file of
     // the run is complete or absent. A run that failed before it recorded
@@ -155,6 +168,7 @@ pub fn run_file(
         // reported) leaves them loose, where every reader finds them too.
         let _ = analysis::raw::pack(&dir);
     }
+    drop(registered);
     result
 }
 
@@ -214,7 +228,7 @@ fn run_in(
         .with_context(|| format!("creating {}", table_dir.display()))?;
     report::write_table_toml(&table_dir, file, scenarios, design, None)?;
     crate::hold_at::stage("build");
-    let built = build_all(root, scenarios, opts.profile);
+    let built = build_all(root, scenarios, opts.profile, stop);
     // Ctrl-C reaches cargo too: a build it cut short is an interruption.
     if stop.load(Ordering::Relaxed) {
         return Err(Interrupted.into());
@@ -257,9 +271,18 @@ fn run_in(
     // The raw records into the run's raw.tar.xz, before the report lists
     // the run's files.
     analysis::raw::pack(dir)?;
+    // The run is measured and recorded: a stop from here on lets the
+    // report finish (seconds of writing what is recorded), so the folder,
+    // its page and the shared history are complete, and then says so.
     if let Some(r) = report::analyse(dir)? {
         report::print_answers(&r);
+        crate::hold_at::stage("report");
         crate::record::history::after_run(dir)?;
+    }
+    let mut outcome = outcome;
+    if !outcome.interrupted && stop.load(Ordering::Relaxed) {
+        eprintln!("shootout: stopped during the report: the run had finished, so its report was completed first");
+        outcome.stopped_in_report = true;
     }
     Ok(outcome)
 }
@@ -358,6 +381,7 @@ fn build_all(
     root: &Path,
     scenarios: &[Scenario],
     profile: build::Profile,
+    stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<(PathBuf, HashMap<String, PathBuf>)> {
     let mut variants: Vec<String> = scenarios
         .iter()
@@ -370,14 +394,14 @@ fn build_all(
         "shootout: building loadgen and {} server variant(s)",
         variants.len()
     );
-    let loadgen = build::loadgen(root, profile)?;
+    let loadgen = build::loadgen(root, profile, stop)?;
     let mut binaries = HashMap::new();
     for s in scenarios {
         if let std::collections::hash_map::Entry::Vacant(slot) = binaries.entry(s.variant()) {
             // A command row's program is its own, found when the file was read.
             slot.insert(match &s.command {
                 Some(c) => PathBuf::from(&c.argv[0]),
-                None => build::server(root, s, profile)?,
+                None => build::server(root, s, profile, stop)?,
             });
         }
     }

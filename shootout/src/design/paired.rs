@@ -138,6 +138,9 @@ impl<'a> Comparison<'a> {
         let Some(order) = self.orders.next() else {
             return Stepped::Ended;
         };
+        if self.next > 1 {
+            crate::hold_at::stage("block");
+        }
         if ctx.run.stopping() {
             self.rec.stopped_by = "interrupted".into();
             return Stepped::Interrupted;

@@ -124,7 +124,7 @@ pub fn usage_ns(dir: &Path) -> Option<u64> {
 
 /// Where the cgroup2 hierarchy is mounted (`/sys/fs/cgroup`, or
 /// `/sys/fs/cgroup/unified` beside version 1), from /proc/self/mounts.
-fn cgroup2_root() -> Option<PathBuf> {
+pub fn cgroup2_root() -> Option<PathBuf> {
     std::fs::read_to_string("/proc/self/mounts")
         .ok()?
         .lines()

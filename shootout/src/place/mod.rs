@@ -9,6 +9,7 @@ pub mod connect;
 pub mod exchange;
 pub mod host;
 pub mod netns;
+pub mod orphans;
 pub mod placement;
 pub mod procs;
 pub mod remote;

@@ -8,6 +8,8 @@
 //! time, so a repeated run only re-checks freshness.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use anyhow::Context;
 
@@ -15,18 +17,27 @@ pub use variants::{workspace_root, Profile};
 
 use crate::config::scenario::Scenario;
 
-fn builder(root: &Path, profile: Profile) -> variants::Builder {
+fn builder(root: &Path, profile: Profile, stop: &Arc<AtomicBool>) -> variants::Builder {
     variants::Builder::with_target(root.to_path_buf(), variants::target_dir(root), profile)
+        .stopped_by(Arc::clone(stop))
 }
 
-/// Builds (or reuses) the server variant of `s`; returns its binary.
-pub fn server(root: &Path, s: &Scenario, profile: Profile) -> anyhow::Result<PathBuf> {
-    builder(root, profile)
+/// Builds (or reuses) the server variant of `s`; returns its binary. A
+/// raised `stop` ends the build under way.
+pub fn server(
+    root: &Path,
+    s: &Scenario,
+    profile: Profile,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<PathBuf> {
+    builder(root, profile, stop)
         .server(&s.build_variant())
         .with_context(|| format!("building {}", s.variant()))
 }
 
 /// Builds loadgen and returns its binary.
-pub fn loadgen(root: &Path, profile: Profile) -> anyhow::Result<PathBuf> {
-    builder(root, profile).loadgen().context("building loadgen")
+pub fn loadgen(root: &Path, profile: Profile, stop: &Arc<AtomicBool>) -> anyhow::Result<PathBuf> {
+    builder(root, profile, stop)
+        .loadgen()
+        .context("building loadgen")
 }
