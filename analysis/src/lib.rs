@@ -2,12 +2,8 @@
 //! results directory and renders tables, charts and `summary.json`. A
 //! library the runner calls, and the `analysis` binary.
 
-pub mod coverage;
-pub mod coverage_plan;
-pub mod digest;
 pub mod export;
 pub mod files;
-pub mod history;
 pub mod input;
 pub mod latency;
 pub mod memory;
@@ -17,10 +13,9 @@ pub mod paired;
 pub mod placement;
 pub mod raw;
 pub mod report;
-pub mod runs_index;
 pub mod sink_law;
 pub mod sinks;
-pub mod sitting_span;
+pub mod sittings;
 pub mod stats;
 pub mod sweep;
 

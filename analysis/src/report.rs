@@ -63,7 +63,7 @@ pub struct Source {
     /// The comparisons of this run in `../history.json` (when the run sits
     /// in a results directory that keeps one), each with its sittings up
     /// to this run's date, so that a later run leaves this page as it is.
-    pub history: Vec<crate::history::Comparison>,
+    pub history: Vec<crate::sittings::history::Comparison>,
 }
 
 impl Source {
@@ -113,10 +113,10 @@ impl Source {
 
 /// The comparisons of run `run` in `results/history.json`, each with its
 /// sittings up to that run's.
-fn history_of(results: &std::path::Path, run: &str) -> Vec<crate::history::Comparison> {
+fn history_of(results: &std::path::Path, run: &str) -> Vec<crate::sittings::history::Comparison> {
     let Some(h) = std::fs::read(results.join("history.json"))
         .ok()
-        .and_then(|b| serde_json::from_slice::<crate::history::History>(&b).ok())
+        .and_then(|b| serde_json::from_slice::<crate::sittings::history::History>(&b).ok())
     else {
         return Vec::new();
     };
@@ -127,7 +127,7 @@ fn history_of(results: &std::path::Path, run: &str) -> Vec<crate::history::Compa
             c.sittings.retain(|s| s.date <= date);
             // The pool of those sittings alone, so that a later sitting
             // leaves this page as it is.
-            c.across = crate::history::across(&c.sittings);
+            c.across = crate::sittings::history::across(&c.sittings);
             Some(c)
         })
         .collect()

@@ -313,7 +313,7 @@ fn every_kind_of_run_report_opens_cleanly_in_chromium_at_phone_and_desktop_width
 #[test]
 fn the_index_of_runs_opens_cleanly_and_filters_at_phone_and_desktop_width() {
     let results = root().join("results");
-    let runs = analysis::runs_index::gather(&results).unwrap();
+    let runs = analysis::sittings::runs_index::gather(&results).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let page = tmp.path().join("index.html");
     std::fs::write(&page, analysis::export::runs_html::page(&runs)).unwrap();

@@ -160,7 +160,7 @@ fn committed_history_is_what_the_runs_give() {
     let fresh = shootout::record::history::gather(&results(), &root).unwrap();
     assert!(
         std::fs::read(results().join("history.json")).unwrap()
-            == analysis::history::to_json(&fresh).unwrap(),
+            == analysis::sittings::history::to_json(&fresh).unwrap(),
         "results/history.json is stale: run `shootout history --write`"
     );
     let quick: Vec<_> = fresh
@@ -190,7 +190,9 @@ fn committed_history_is_what_the_runs_give() {
         for (j, s) in c.sittings.iter().enumerate() {
             assert_eq!(s.next.is_some(), j >= 3, "{}: {s:?}", c.identity.row);
             if let Some(n) = &s.next {
-                let tau = analysis::history::across(&c.sittings[..j]).unwrap().tau_log;
+                let tau = analysis::sittings::history::across(&c.sittings[..j])
+                    .unwrap()
+                    .tau_log;
                 assert_eq!((n.earlier, n.tau_log), (j, tau), "{}", c.identity.row);
                 assert!(
                     n.lo <= s.lo * 1.000_001 && n.hi * 1.000_001 >= s.hi,
@@ -335,7 +337,7 @@ fn a_path_climbing_past_the_root_is_seen() {
 #[test]
 fn the_index_of_runs_is_current_and_lists_every_run() {
     let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
-    let runs = analysis::runs_index::gather(&results).unwrap();
+    let runs = analysis::sittings::runs_index::gather(&results).unwrap();
     let page = analysis::export::runs_html::page(&runs);
     let committed = std::fs::read_to_string(results.join("index.html")).unwrap_or_default();
     assert!(

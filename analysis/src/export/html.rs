@@ -208,7 +208,7 @@ fn paired_section(out: &mut String, t: &PairedTable, src: &Source) {
 /// Each answer's comparison in every committed sitting up to this run
 /// (from `results/history.json`), where one has more than this sitting.
 fn sittings_figure(out: &mut String, t: &PairedTable, src: &Source) {
-    let ours: Vec<crate::history::Comparison> = src
+    let ours: Vec<crate::sittings::history::Comparison> = src
         .history
         .iter()
         .filter(|c| {

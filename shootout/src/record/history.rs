@@ -1,5 +1,5 @@
 //! `results/history.json`: every committed paired run's answers, grouped by
-//! comparison (see [`analysis::history`] for the identity and the rules).
+//! comparison (see [`analysis::sittings::history`] for the identity and the rules).
 //! Read from each run's meta.json and summary.json; a run that did not
 //! record its load (before it was recorded) gets it from its scenario file
 //! as committed at the run's commit (`git show`).
@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use analysis::history::{self, History, Identity, Sitting};
+use analysis::sittings::history::{self, History, Identity, Sitting};
 use anyhow::Context;
 use serde_json::Value;
 
