@@ -13,7 +13,6 @@ pub mod paired;
 pub mod placement;
 pub mod raw;
 pub mod report;
-pub mod sink_law;
 pub mod sinks;
 pub mod sittings;
 pub mod stats;

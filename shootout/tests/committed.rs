@@ -138,7 +138,7 @@ fn committed_sink_laws_match_their_runs() {
         let law: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.join("sink-law.json")).unwrap()).unwrap();
         let drain = results().join(law["drain_run"].as_str().unwrap());
-        let fresh = analysis::sink_law::law(&drain, &dir)
+        let fresh = analysis::sinks::law::law(&drain, &dir)
             .unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()));
         for (name, bytes) in analysis::export::sink_law_md::files(&fresh).unwrap() {
             assert!(
