@@ -7,11 +7,9 @@ pub mod files;
 pub mod input;
 pub mod latency;
 pub mod memory;
-pub mod merge;
 pub mod model;
 pub mod paired;
 pub mod placement;
-pub mod raw;
 pub mod report;
 pub mod sinks;
 pub mod sittings;
@@ -58,10 +56,10 @@ pub fn render(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
             export::MarkdownExporter.serialize(report)?,
         ),
         // gzip'd: a sweep's summary runs to hundreds of KB of steps, and
-        // `raw::read` (`shootout history`, the runs index) reads either form.
+        // `input::raw::read` (`shootout history`, the runs index) reads either form.
         (
             "summary.json.gz".to_string(),
-            raw::gzip(&export::JsonExporter.serialize(report)?)?,
+            input::raw::gzip(&export::JsonExporter.serialize(report)?)?,
         ),
     ];
     let charts = export::charts(report)?;

@@ -142,7 +142,7 @@ fn rendered_markdown_snapshot() {
         }
     }
     let summary: serde_json::Value =
-        serde_json::from_slice(&analysis::raw::gunzip(&files[1].1).unwrap()).unwrap();
+        serde_json::from_slice(&analysis::input::raw::gunzip(&files[1].1).unwrap()).unwrap();
     assert_eq!(summary["tables"][0]["rows"][1]["rps"]["mean"], 210.0);
 }
 
@@ -343,7 +343,7 @@ fn committed_results_match_their_raw_logs() {
     let mut checked = 0;
     for entry in std::fs::read_dir(&results).unwrap() {
         let dir = entry.unwrap().path();
-        let Ok(meta) = analysis::raw::read(&dir.join("meta.json")) else {
+        let Ok(meta) = analysis::input::raw::read(&dir.join("meta.json")) else {
             continue;
         };
         let meta: serde_json::Value = serde_json::from_slice(&meta).unwrap();

@@ -132,7 +132,8 @@ fn open(browser: &mut Browser, page: &Path, width: u32) -> (serde_json::Value, V
 /// The figures of a run's summary.json that its page's tables must hold.
 fn check_figures(dir: &Path, probe: &serde_json::Value) {
     let summary: serde_json::Value =
-        serde_json::from_slice(&analysis::raw::read(&dir.join("summary.json")).unwrap()).unwrap();
+        serde_json::from_slice(&analysis::input::raw::read(&dir.join("summary.json")).unwrap())
+            .unwrap();
     let cells: Vec<&str> = probe["cells"]
         .as_array()
         .unwrap()

@@ -29,21 +29,21 @@ fn every_committed_run_keeps_its_raw_records_packed() {
     let mut loose = Vec::new();
     let mut packed = 0;
     for dir in runs() {
-        for f in analysis::raw::walk(&dir) {
+        for f in analysis::input::raw::walk(&dir) {
             let on_disk = f.is_file();
             let name = f.file_name().unwrap().to_string_lossy().into_owned();
-            if on_disk && analysis::raw::is_raw(&name) {
+            if on_disk && analysis::input::raw::is_raw(&name) {
                 loose.push(f.display().to_string());
             }
         }
         assert!(
-            !dir.join(analysis::raw::OLD_ARCHIVE).exists(),
+            !dir.join(analysis::input::raw::OLD_ARCHIVE).exists(),
             "{}: an old gzip'd archive: `shootout report --pack` turns it into xz",
             dir.display()
         );
-        let names = analysis::raw::packed(&dir).unwrap();
+        let names = analysis::input::raw::packed(&dir).unwrap();
         assert!(
-            names.iter().all(|n| analysis::raw::is_raw(n)),
+            names.iter().all(|n| analysis::input::raw::is_raw(n)),
             "{}: {names:?}",
             dir.display()
         );
@@ -57,7 +57,7 @@ fn every_committed_run_keeps_its_raw_records_packed() {
 fn every_results_directory_has_its_meta_json_with_git_dirty() {
     let mut missing = Vec::new();
     for dir in runs() {
-        let Ok(bytes) = analysis::raw::read(&dir.join("meta.json")) else {
+        let Ok(bytes) = analysis::input::raw::read(&dir.join("meta.json")) else {
             missing.push(format!("{}: no meta.json", dir.display()));
             continue;
         };
@@ -93,7 +93,7 @@ fn committed_calibrations_match_their_raw_logs() {
 fn committed_script_runs_render_from_their_raw_files() {
     let mut checked = 0;
     for dir in runs() {
-        let Ok(bytes) = analysis::raw::read(&dir.join("meta.json")) else {
+        let Ok(bytes) = analysis::input::raw::read(&dir.join("meta.json")) else {
             continue;
         };
         let meta: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
@@ -345,7 +345,7 @@ fn the_index_of_runs_is_current_and_lists_every_run() {
         "results/index.html is stale: run `cargo run -p shootout -- report` on any run under results/"
     );
     for dir in std::fs::read_dir(&results).unwrap().flatten() {
-        if analysis::raw::is_file(&dir.path().join("meta.json")) {
+        if analysis::input::raw::is_file(&dir.path().join("meta.json")) {
             let name = dir.file_name().to_string_lossy().into_owned();
             assert!(
                 page.contains(&format!("href=\"{name}/")),

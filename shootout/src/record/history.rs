@@ -19,8 +19,8 @@ pub fn gather(results: &Path, repo: &Path) -> anyhow::Result<History> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            analysis::raw::is_file(&p.join("summary.json"))
-                && analysis::raw::is_file(&p.join("meta.json"))
+            analysis::input::raw::is_file(&p.join("summary.json"))
+                && analysis::input::raw::is_file(&p.join("meta.json"))
         })
         .collect();
     dirs.sort();
@@ -28,7 +28,7 @@ pub fn gather(results: &Path, repo: &Path) -> anyhow::Result<History> {
     for dir in dirs {
         let read = |name: &str| -> anyhow::Result<Value> {
             let path = dir.join(name);
-            let bytes = analysis::raw::read(&path)
+            let bytes = analysis::input::raw::read(&path)
                 .with_context(|| format!("reading {}", path.display()))?;
             serde_json::from_slice(&bytes).with_context(|| format!("{}", path.display()))
         };
