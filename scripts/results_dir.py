@@ -2,7 +2,7 @@
 the machine and commit (meta.json), written with the rendered README.md, or
 nothing when the run does not finish. Used by `machine-probes` and
 `vcpu-stalls`; `committed.rs` renders each such directory again. Also how
-a script reads any run's files as `analysis::raw` does: loose, gzip'd
+a script reads any run's files as `analysis::input::raw` does: loose, gzip'd
 beside their plain name (`meta.json.gz`), or packed in the run's raw
 archive (`raw.tar.xz`, or `raw.tar.gz` before 2026-11-29).
 """

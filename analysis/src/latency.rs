@@ -11,7 +11,7 @@
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::merge::Repetition;
+use crate::input::merge::Repetition;
 use crate::model::Latency;
 
 /// Latency of one row, microseconds.

@@ -2,25 +2,17 @@
 //! results directory and renders tables, charts and `summary.json`. A
 //! library the runner calls, and the `analysis` binary.
 
-pub mod coverage;
-pub mod coverage_plan;
-pub mod digest;
 pub mod export;
 pub mod files;
-pub mod history;
 pub mod input;
 pub mod latency;
 pub mod memory;
-pub mod merge;
 pub mod model;
 pub mod paired;
 pub mod placement;
-pub mod raw;
 pub mod report;
-pub mod runs_index;
-pub mod sink_law;
 pub mod sinks;
-pub mod sitting_span;
+pub mod sittings;
 pub mod stats;
 pub mod sweep;
 
@@ -64,10 +56,10 @@ pub fn render(report: &Report) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
             export::MarkdownExporter.serialize(report)?,
         ),
         // gzip'd: a sweep's summary runs to hundreds of KB of steps, and
-        // `raw::read` (`shootout history`, the runs index) reads either form.
+        // `input::raw::read` (`shootout history`, the runs index) reads either form.
         (
             "summary.json.gz".to_string(),
-            raw::gzip(&export::JsonExporter.serialize(report)?)?,
+            input::raw::gzip(&export::JsonExporter.serialize(report)?)?,
         ),
     ];
     let charts = export::charts(report)?;

@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
+use crate::input::merge::{self, Repetition};
 use crate::input::{Original, Problem, TableInput};
 use crate::latency::RowLatency;
-use crate::merge::{self, Repetition};
 use crate::model::RunLog;
 use crate::stats::{describe, ratio_ci95, welch, Describe, Welch};
 
@@ -63,13 +63,13 @@ pub struct Source {
     /// The comparisons of this run in `../history.json` (when the run sits
     /// in a results directory that keeps one), each with its sittings up
     /// to this run's date, so that a later run leaves this page as it is.
-    pub history: Vec<crate::history::Comparison>,
+    pub history: Vec<crate::sittings::history::Comparison>,
 }
 
 impl Source {
     /// Reads `dir`'s name, meta.json and file list.
     pub fn read(dir: &std::path::Path) -> Source {
-        let meta = crate::raw::read(&dir.join("meta.json"))
+        let meta = crate::input::raw::read(&dir.join("meta.json"))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         let mut files = Vec::new();
@@ -94,7 +94,7 @@ impl Source {
             }
         }
         files.sort();
-        let packed = crate::raw::packed(dir).unwrap_or_default();
+        let packed = crate::input::raw::packed(dir).unwrap_or_default();
         let run = dir
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -113,10 +113,10 @@ impl Source {
 
 /// The comparisons of run `run` in `results/history.json`, each with its
 /// sittings up to that run's.
-fn history_of(results: &std::path::Path, run: &str) -> Vec<crate::history::Comparison> {
+fn history_of(results: &std::path::Path, run: &str) -> Vec<crate::sittings::history::Comparison> {
     let Some(h) = std::fs::read(results.join("history.json"))
         .ok()
-        .and_then(|b| serde_json::from_slice::<crate::history::History>(&b).ok())
+        .and_then(|b| serde_json::from_slice::<crate::sittings::history::History>(&b).ok())
     else {
         return Vec::new();
     };
@@ -127,7 +127,7 @@ fn history_of(results: &std::path::Path, run: &str) -> Vec<crate::history::Compa
             c.sittings.retain(|s| s.date <= date);
             // The pool of those sittings alone, so that a later sitting
             // leaves this page as it is.
-            c.across = crate::history::across(&c.sittings);
+            c.across = crate::sittings::history::across(&c.sittings);
             Some(c)
         })
         .collect()
@@ -155,7 +155,7 @@ pub struct RowReport {
     pub shards: usize,
     /// Rows merged from several shards: each shard's own figure.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub per_shard: Vec<crate::merge::ShardFigure>,
+    pub per_shard: Vec<crate::input::merge::ShardFigure>,
     /// Mean RPS over the baseline row's.
     pub ratio: f64,
     /// Half-width of the ratio's 95% confidence interval, from the

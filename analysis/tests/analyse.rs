@@ -142,7 +142,7 @@ fn rendered_markdown_snapshot() {
         }
     }
     let summary: serde_json::Value =
-        serde_json::from_slice(&analysis::raw::gunzip(&files[1].1).unwrap()).unwrap();
+        serde_json::from_slice(&analysis::input::raw::gunzip(&files[1].1).unwrap()).unwrap();
     assert_eq!(summary["tables"][0]["rows"][1]["rps"]["mean"], 210.0);
 }
 
@@ -343,7 +343,7 @@ fn committed_results_match_their_raw_logs() {
     let mut checked = 0;
     for entry in std::fs::read_dir(&results).unwrap() {
         let dir = entry.unwrap().path();
-        let Ok(meta) = analysis::raw::read(&dir.join("meta.json")) else {
+        let Ok(meta) = analysis::input::raw::read(&dir.join("meta.json")) else {
             continue;
         };
         let meta: serde_json::Value = serde_json::from_slice(&meta).unwrap();
@@ -371,7 +371,7 @@ fn committed_results_match_their_raw_logs() {
         if let Ok(committed) = std::fs::read(dir.join("coverage.json")) {
             let v: serde_json::Value = serde_json::from_slice(&committed).unwrap();
             if v.get("plan").is_some() {
-                use analysis::coverage_plan as plan;
+                use analysis::sittings::coverage_plan as plan;
                 let sittings: Vec<_> = v["sittings"]
                     .as_array()
                     .unwrap()
@@ -396,9 +396,9 @@ fn committed_results_match_their_raw_logs() {
                 continue;
             }
             let alone = v["alone_run"].as_str().map(|a| results.join(a));
-            let fresh = analysis::coverage::coverage(&dir, alone.as_deref()).unwrap();
+            let fresh = analysis::sittings::coverage::coverage(&dir, alone.as_deref()).unwrap();
             assert!(
-                committed == analysis::coverage::to_json(&fresh).unwrap(),
+                committed == analysis::sittings::coverage::to_json(&fresh).unwrap(),
                 "{}/coverage.json differs from a fresh computation",
                 dir.display()
             );
@@ -442,14 +442,14 @@ fn results_readme_tables_come_from_the_runs() {
                 "{name} has {lines} lines; it must stay under {limit} (split it by topic)"
             ));
         }
-        match analysis::digest::fill(&text, &results) {
+        match analysis::sittings::digest::fill(&text, &results) {
             Ok(filled) if filled == text => {}
             Ok(_) => problems.push(format!(
                 "{name} has stale generated tables: run `cargo run -p analysis --bin results-tables -- {name}`"
             )),
             Err(e) => problems.push(format!("{name}: {e:#}")),
         }
-        for p in analysis::digest::unsourced_figures(&text, &results) {
+        for p in analysis::sittings::digest::unsourced_figures(&text, &results) {
             problems.push(format!("{name}: {p}"));
         }
     }

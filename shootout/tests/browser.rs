@@ -132,7 +132,8 @@ fn open(browser: &mut Browser, page: &Path, width: u32) -> (serde_json::Value, V
 /// The figures of a run's summary.json that its page's tables must hold.
 fn check_figures(dir: &Path, probe: &serde_json::Value) {
     let summary: serde_json::Value =
-        serde_json::from_slice(&analysis::raw::read(&dir.join("summary.json")).unwrap()).unwrap();
+        serde_json::from_slice(&analysis::input::raw::read(&dir.join("summary.json")).unwrap())
+            .unwrap();
     let cells: Vec<&str> = probe["cells"]
         .as_array()
         .unwrap()
@@ -313,7 +314,7 @@ fn every_kind_of_run_report_opens_cleanly_in_chromium_at_phone_and_desktop_width
 #[test]
 fn the_index_of_runs_opens_cleanly_and_filters_at_phone_and_desktop_width() {
     let results = root().join("results");
-    let runs = analysis::runs_index::gather(&results).unwrap();
+    let runs = analysis::sittings::runs_index::gather(&results).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let page = tmp.path().join("index.html");
     std::fs::write(&page, analysis::export::runs_html::page(&runs)).unwrap();

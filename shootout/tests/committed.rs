@@ -29,21 +29,21 @@ fn every_committed_run_keeps_its_raw_records_packed() {
     let mut loose = Vec::new();
     let mut packed = 0;
     for dir in runs() {
-        for f in analysis::raw::walk(&dir) {
+        for f in analysis::input::raw::walk(&dir) {
             let on_disk = f.is_file();
             let name = f.file_name().unwrap().to_string_lossy().into_owned();
-            if on_disk && analysis::raw::is_raw(&name) {
+            if on_disk && analysis::input::raw::is_raw(&name) {
                 loose.push(f.display().to_string());
             }
         }
         assert!(
-            !dir.join(analysis::raw::OLD_ARCHIVE).exists(),
+            !dir.join(analysis::input::raw::OLD_ARCHIVE).exists(),
             "{}: an old gzip'd archive: `shootout report --pack` turns it into xz",
             dir.display()
         );
-        let names = analysis::raw::packed(&dir).unwrap();
+        let names = analysis::input::raw::packed(&dir).unwrap();
         assert!(
-            names.iter().all(|n| analysis::raw::is_raw(n)),
+            names.iter().all(|n| analysis::input::raw::is_raw(n)),
             "{}: {names:?}",
             dir.display()
         );
@@ -57,7 +57,7 @@ fn every_committed_run_keeps_its_raw_records_packed() {
 fn every_results_directory_has_its_meta_json_with_git_dirty() {
     let mut missing = Vec::new();
     for dir in runs() {
-        let Ok(bytes) = analysis::raw::read(&dir.join("meta.json")) else {
+        let Ok(bytes) = analysis::input::raw::read(&dir.join("meta.json")) else {
             missing.push(format!("{}: no meta.json", dir.display()));
             continue;
         };
@@ -93,7 +93,7 @@ fn committed_calibrations_match_their_raw_logs() {
 fn committed_script_runs_render_from_their_raw_files() {
     let mut checked = 0;
     for dir in runs() {
-        let Ok(bytes) = analysis::raw::read(&dir.join("meta.json")) else {
+        let Ok(bytes) = analysis::input::raw::read(&dir.join("meta.json")) else {
             continue;
         };
         let meta: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
@@ -138,7 +138,7 @@ fn committed_sink_laws_match_their_runs() {
         let law: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.join("sink-law.json")).unwrap()).unwrap();
         let drain = results().join(law["drain_run"].as_str().unwrap());
-        let fresh = analysis::sink_law::law(&drain, &dir)
+        let fresh = analysis::sinks::law::law(&drain, &dir)
             .unwrap_or_else(|e| panic!("{}: {e:#}", dir.display()));
         for (name, bytes) in analysis::export::sink_law_md::files(&fresh).unwrap() {
             assert!(
@@ -160,7 +160,7 @@ fn committed_history_is_what_the_runs_give() {
     let fresh = shootout::record::history::gather(&results(), &root).unwrap();
     assert!(
         std::fs::read(results().join("history.json")).unwrap()
-            == analysis::history::to_json(&fresh).unwrap(),
+            == analysis::sittings::history::to_json(&fresh).unwrap(),
         "results/history.json is stale: run `shootout history --write`"
     );
     let quick: Vec<_> = fresh
@@ -190,7 +190,9 @@ fn committed_history_is_what_the_runs_give() {
         for (j, s) in c.sittings.iter().enumerate() {
             assert_eq!(s.next.is_some(), j >= 3, "{}: {s:?}", c.identity.row);
             if let Some(n) = &s.next {
-                let tau = analysis::history::across(&c.sittings[..j]).unwrap().tau_log;
+                let tau = analysis::sittings::history::across(&c.sittings[..j])
+                    .unwrap()
+                    .tau_log;
                 assert_eq!((n.earlier, n.tau_log), (j, tau), "{}", c.identity.row);
                 assert!(
                     n.lo <= s.lo * 1.000_001 && n.hi * 1.000_001 >= s.hi,
@@ -335,7 +337,7 @@ fn a_path_climbing_past_the_root_is_seen() {
 #[test]
 fn the_index_of_runs_is_current_and_lists_every_run() {
     let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
-    let runs = analysis::runs_index::gather(&results).unwrap();
+    let runs = analysis::sittings::runs_index::gather(&results).unwrap();
     let page = analysis::export::runs_html::page(&runs);
     let committed = std::fs::read_to_string(results.join("index.html")).unwrap_or_default();
     assert!(
@@ -343,7 +345,7 @@ fn the_index_of_runs_is_current_and_lists_every_run() {
         "results/index.html is stale: run `cargo run -p shootout -- report` on any run under results/"
     );
     for dir in std::fs::read_dir(&results).unwrap().flatten() {
-        if analysis::raw::is_file(&dir.path().join("meta.json")) {
+        if analysis::input::raw::is_file(&dir.path().join("meta.json")) {
             let name = dir.file_name().to_string_lossy().into_owned();
             assert!(
                 page.contains(&format!("href=\"{name}/")),

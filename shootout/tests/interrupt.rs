@@ -135,7 +135,7 @@ fn runs(out: &Path) -> Vec<PathBuf> {
 /// Every file under `dir`, recursively: on disk, and the raw records
 /// packed in a run's `raw.tar.xz` by the paths they were written at.
 fn files(dir: &Path) -> Vec<PathBuf> {
-    analysis::raw::walk(dir)
+    analysis::input::raw::walk(dir)
 }
 
 /// Fails on a temporary or partial file, and on any file that is not whole:
@@ -150,18 +150,18 @@ fn assert_whole(out: &Path) {
             "left behind: {}",
             f.display()
         );
-        if name == analysis::raw::ARCHIVE {
+        if name == analysis::input::raw::ARCHIVE {
             // The archive reads whole (its records are checked one by one).
-            analysis::raw::packed(f.parent().unwrap()).unwrap();
+            analysis::input::raw::packed(f.parent().unwrap()).unwrap();
             continue;
         }
         // A gzip'd file (meta.json.gz) is checked as what it holds.
         let (name, text) = match name.strip_suffix(".gz") {
             Some(plain) => {
-                let bytes = analysis::raw::gunzip(&std::fs::read(&f).unwrap()).unwrap();
+                let bytes = analysis::input::raw::gunzip(&std::fs::read(&f).unwrap()).unwrap();
                 (plain.to_string(), String::from_utf8(bytes).unwrap())
             }
-            None => (name, analysis::raw::read_to_string(&f).unwrap()),
+            None => (name, analysis::input::raw::read_to_string(&f).unwrap()),
         };
         let whole = if name.ends_with(".jsonl") {
             let lines: Vec<serde_json::Value> = text
@@ -236,9 +236,10 @@ fn sigint_at_each_stage_leaves_nothing_running_and_no_half_file() {
             continue;
         }
         assert_eq!(runs.len(), 1, "{stage}");
-        let meta: serde_json::Value =
-            serde_json::from_slice(&analysis::raw::read(&runs[0].join("meta.json")).unwrap())
-                .unwrap();
+        let meta: serde_json::Value = serde_json::from_slice(
+            &analysis::input::raw::read(&runs[0].join("meta.json")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(meta["interrupted"], true, "{stage}: {meta}");
         let row = &meta["rows"][0];
         let log = runs[0].join("stages/row.jsonl");
@@ -246,13 +247,13 @@ fn sigint_at_each_stage_leaves_nothing_running_and_no_half_file() {
             // Interrupted before the load: the row says so, no log.
             "start" | "verify" => {
                 assert_eq!(row["error"], "interrupted", "{stage}: {row}");
-                assert!(!analysis::raw::is_file(&log), "{stage}");
+                assert!(!analysis::input::raw::is_file(&log), "{stage}");
             }
             // loadgen stopped by the SIGINT and wrote its summary: kept.
             "measure" => {
                 assert_eq!(row["error"], "interrupted", "{stage}: {row}");
                 assert!(
-                    analysis::raw::is_file(&log),
+                    analysis::input::raw::is_file(&log),
                     "{stage}: {row} {:?}",
                     files(&runs[0])
                 );
@@ -260,7 +261,7 @@ fn sigint_at_each_stage_leaves_nothing_running_and_no_half_file() {
             // The row had finished; the run stops before the next unit.
             _ => {
                 assert!(row["error"].is_null(), "{stage}: {row}");
-                assert!(analysis::raw::is_file(&log), "{stage}");
+                assert!(analysis::input::raw::is_file(&log), "{stage}");
             }
         }
     }
@@ -289,7 +290,8 @@ fn a_block_whose_server_left_its_cpus_is_not_recorded() {
     let runs = runs(&out);
     assert_eq!(runs.len(), 1);
     let meta: serde_json::Value =
-        serde_json::from_slice(&analysis::raw::read(&runs[0].join("meta.json")).unwrap()).unwrap();
+        serde_json::from_slice(&analysis::input::raw::read(&runs[0].join("meta.json")).unwrap())
+            .unwrap();
     let error = meta["paired"][0]["error"].as_str().unwrap_or_default();
     assert!(
         error.contains("the server runs on CPUs 0 where the scenario says 1: not recorded"),
@@ -323,7 +325,8 @@ fn a_sequential_row_whose_server_left_its_cpus_fails_before_its_load() {
     let runs = runs(&out);
     assert_eq!(runs.len(), 1);
     let meta: serde_json::Value =
-        serde_json::from_slice(&analysis::raw::read(&runs[0].join("meta.json")).unwrap()).unwrap();
+        serde_json::from_slice(&analysis::input::raw::read(&runs[0].join("meta.json")).unwrap())
+            .unwrap();
     let error = meta["rows"][0]["error"].as_str().unwrap_or_default();
     assert!(
         error.contains("the server runs on CPUs 0 where the scenario says 1: not recorded"),
@@ -428,7 +431,9 @@ fn a_full_disk_is_a_clear_error_and_every_file_is_whole() {
             // stays, whole, though meta.json could not be written.
             let runs = runs(&out);
             assert_eq!(runs.len(), 1);
-            assert!(analysis::raw::is_file(&runs[0].join("stages/row.jsonl")));
+            assert!(analysis::input::raw::is_file(
+                &runs[0].join("stages/row.jsonl")
+            ));
         }
     }
 }
@@ -469,7 +474,7 @@ fn a_read_only_results_directory_is_a_clear_error() {
     );
     assert_nothing_left(&out, pid);
     assert_whole(&out);
-    assert!(analysis::raw::is_file(
+    assert!(analysis::input::raw::is_file(
         &runs(&out)[0].join("stages/row.jsonl")
     ));
 }

@@ -127,8 +127,9 @@ fn run_to_end(file: &Path, dir: &Path) -> (std::path::PathBuf, serde_json::Value
         .unwrap()
         .unwrap()
         .path();
-    let meta =
-        serde_json::from_str(&analysis::raw::read_to_string(&run.join("meta.json")).unwrap());
+    let meta = serde_json::from_str(
+        &analysis::input::raw::read_to_string(&run.join("meta.json")).unwrap(),
+    );
     (run, meta.unwrap())
 }
 
@@ -220,7 +221,7 @@ fn two_load_hosts_through_a_proxy_host_end_to_end() {
             let shard = run
                 .join("multihost")
                 .join(format!("{row}.shard-{load}.jsonl"));
-            let log = analysis::raw::read_to_string(&shard).unwrap();
+            let log = analysis::input::raw::read_to_string(&shard).unwrap();
             let last: serde_json::Value =
                 serde_json::from_str(log.lines().last().unwrap()).unwrap();
             assert_eq!(
@@ -231,9 +232,10 @@ fn two_load_hosts_through_a_proxy_host_end_to_end() {
         }
     }
     // The merged row keeps each load host's own figure.
-    let summary: serde_json::Value =
-        serde_json::from_str(&analysis::raw::read_to_string(&run.join("summary.json")).unwrap())
-            .unwrap();
+    let summary: serde_json::Value = serde_json::from_str(
+        &analysis::input::raw::read_to_string(&run.join("summary.json")).unwrap(),
+    )
+    .unwrap();
     let text = summary.to_string();
     for load in ["load1", "load2"] {
         assert!(text.contains(&format!("\"shard\":\"{load}\"")), "{text}");
@@ -387,13 +389,13 @@ proxy_host = "proxy"
     // Every boundary has both slots' CPU, read on the hosts, and it grows.
     for row in ["aa", "proxied"] {
         let mut files = 0;
-        for entry in analysis::raw::read_dir(&run.join("paired").join(row)).unwrap() {
+        for entry in analysis::input::raw::read_dir(&run.join("paired").join(row)).unwrap() {
             let name = entry.name();
             if !name.ends_with(".cpu.jsonl") {
                 continue;
             }
             files += 1;
-            let lines: Vec<serde_json::Value> = analysis::raw::read_to_string(&entry.path)
+            let lines: Vec<serde_json::Value> = analysis::input::raw::read_to_string(&entry.path)
                 .unwrap()
                 .lines()
                 .map(|l| serde_json::from_str(l).unwrap())
@@ -623,7 +625,8 @@ load_hosts = ["load1"]
     // One load host: a row's log has no shard suffix.
     let answered = |name: &str| -> u64 {
         let path = run.join("files").join(format!("{name}.jsonl"));
-        let log = analysis::raw::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        let log =
+            analysis::input::raw::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
         let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
         last["ok"].as_u64().unwrap()
     };
@@ -744,7 +747,7 @@ fn a_served_row_logs_into_an_ssh_terminal() {
         assert_eq!(c["read"], serde_json::json!([cpu]), "{c}");
         assert_eq!(c["processes"], 1, "{c}");
     }
-    let log = analysis::raw::read_to_string(&run.join("served-ssh/shaped.jsonl")).unwrap();
+    let log = analysis::input::raw::read_to_string(&run.join("served-ssh/shaped.jsonl")).unwrap();
     let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
     assert!(last["ok"].as_u64().unwrap() > 0, "{last}");
     {

@@ -25,7 +25,7 @@ fn main() -> ExitCode {
     let base = args.file.parent().unwrap_or(std::path::Path::new("."));
     let outcome = std::fs::read_to_string(&args.file)
         .map_err(|e| anyhow::anyhow!("reading {}: {e}", args.file.display()))
-        .and_then(|text| Ok((analysis::digest::fill(&text, base)?, text)));
+        .and_then(|text| Ok((analysis::sittings::digest::fill(&text, base)?, text)));
     let (filled, text) = match outcome {
         Ok(v) => v,
         Err(e) => {
@@ -33,7 +33,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let problems = analysis::digest::unsourced_figures(&filled, base);
+    let problems = analysis::sittings::digest::unsourced_figures(&filled, base);
     for p in &problems {
         eprintln!("results-tables: {}: {p}", args.file.display());
     }

@@ -6,8 +6,8 @@
 
 use std::fmt::Write;
 
-use crate::history::Comparison;
 use crate::paired::answer::Answer;
+use crate::sittings::history::Comparison;
 
 use super::parts::esc;
 
@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn the_sittings_plot_adds_the_pool_once_there_are_three() {
-        let sitting = |run: &str, ratio: f64| crate::history::Sitting {
+        let sitting = |run: &str, ratio: f64| crate::sittings::history::Sitting {
             run: run.into(),
             date: format!("2026-11-2{}T10:00:00Z", run.len()),
             git_sha: String::new(),
@@ -257,11 +257,11 @@ mod tests {
             hi: ratio * 1.02,
             runs: 1,
             df: 7.0,
-            se_log: crate::history::Sitting::se_of(ratio * 0.98, ratio * 1.02, 7.0),
+            se_log: crate::sittings::history::Sitting::se_of(ratio * 0.98, ratio * 1.02, 7.0),
             next: None,
         };
         let mut c = Comparison {
-            identity: crate::history::Identity {
+            identity: crate::sittings::history::Identity {
                 file: "scenarios/quick.toml".into(),
                 row: "ntex".into(),
                 against: "actix".into(),
@@ -276,11 +276,11 @@ mod tests {
             sittings: vec![sitting("a", 0.82), sitting("bb", 0.83)],
             across: None,
         };
-        c.across = crate::history::across(&c.sittings);
+        c.across = crate::sittings::history::across(&c.sittings);
         let two = sittings(std::slice::from_ref(&c), "bb");
         assert!(!two.contains("ntex/actix across"), "{two}");
         c.sittings.push(sitting("ccc", 0.81));
-        c.across = crate::history::across(&c.sittings);
+        c.across = crate::sittings::history::across(&c.sittings);
         let three = sittings(std::slice::from_ref(&c), "ccc");
         assert!(three.contains(">ntex/actix across 3</text>"), "{three}");
         assert_eq!(three.matches("<circle").count(), 4);

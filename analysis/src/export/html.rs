@@ -208,7 +208,7 @@ fn paired_section(out: &mut String, t: &PairedTable, src: &Source) {
 /// Each answer's comparison in every committed sitting up to this run
 /// (from `results/history.json`), where one has more than this sitting.
 fn sittings_figure(out: &mut String, t: &PairedTable, src: &Source) {
-    let ours: Vec<crate::history::Comparison> = src
+    let ours: Vec<crate::sittings::history::Comparison> = src
         .history
         .iter()
         .filter(|c| {
@@ -443,7 +443,7 @@ fn machine_section(out: &mut String, src: &Source) {
         };
         let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&text));
     }
-    // A finished run's is gzip'd (`raw::pack`); an interrupted one's not.
+    // A finished run's is gzip'd (`input::raw::pack`); an interrupted one's not.
     let name = match src.files.iter().any(|f| f == "meta.json.gz") {
         true => "meta.json.gz",
         false => "meta.json",
@@ -473,8 +473,8 @@ fn files_section(out: &mut String, src: &Source) {
         let archive = src
             .files
             .iter()
-            .find(|f| crate::raw::is_archive(f))
-            .map_or(crate::raw::ARCHIVE, String::as_str);
+            .find(|f| crate::input::raw::is_archive(f))
+            .map_or(crate::input::raw::ARCHIVE, String::as_str);
         let _ = writeln!(
             out,
             "<details><summary>{} raw record files in <a href=\"{1}\">{1}</a> \

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::html::head;
 use super::parts::esc;
-use crate::runs_index::{gather, RunEntry};
+use crate::sittings::runs_index::{gather, RunEntry};
 
 /// Filters the rows by the two menus (a row shows when it matches both).
 const SCRIPT: &str = "\
@@ -36,7 +36,7 @@ pub fn write(results: &Path) -> anyhow::Result<()> {
     crate::files::write_atomic(&results.join("index.html"), page.as_bytes())
 }
 
-/// The page for `runs` (newest first, as [`crate::runs_index::gather`]
+/// The page for `runs` (newest first, as [`crate::sittings::runs_index::gather`]
 /// gives them).
 pub fn page(runs: &[RunEntry]) -> String {
     let mut out = String::new();

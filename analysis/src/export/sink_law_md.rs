@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::sink_law::{Law, TOLERANCE};
+use crate::sinks::law::{Law, TOLERANCE};
 
 fn ci(c: Option<f64>) -> String {
     c.map_or("-".into(), |c| format!("± {c:.1}%"))

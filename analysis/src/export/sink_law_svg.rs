@@ -7,7 +7,7 @@ use plotters::prelude::*;
 
 use super::parts::{draw_err, legend, COLORS};
 
-use crate::sink_law::Law;
+use crate::sinks::law::Law;
 
 pub fn chart(law: &Law) -> anyhow::Result<Vec<u8>> {
     let mut svg = String::new();

@@ -1,4 +1,6 @@
-//! Finding the logs of a results directory and reading them.
+//! Finding the logs of a results directory and reading them: every file
+//! through [`raw`] (plain, gzip'd or packed), and a row's logs merged into
+//! one sample by [`merge`].
 //!
 //! Layout: every sub-directory of the results directory is one table (files
 //! directly inside it form one more table, named after the directory). In a
@@ -17,6 +19,8 @@
 //! ```
 
 pub(crate) mod jsonl;
+pub mod merge;
+pub mod raw;
 mod text;
 
 use std::path::{Path, PathBuf};
@@ -98,7 +102,7 @@ pub struct TableInput {
 pub fn read_results(dir: &Path) -> Result<(Vec<TableInput>, Vec<Problem>), Problem> {
     let mut problems = Vec::new();
     let mut dirs = vec![dir.to_path_buf()];
-    let entries = crate::raw::read_dir(dir)
+    let entries = crate::input::raw::read_dir(dir)
         .map_err(|e| Problem(format!("{}: cannot read directory: {e}", dir.display())))?;
     let mut subdirs: Vec<PathBuf> = entries
         .into_iter()
@@ -155,7 +159,7 @@ pub(crate) fn read_spec(dir: &Path) -> Result<TableSpec, Problem> {
 }
 
 fn read_table(dir: &Path, problems: &mut Vec<Problem>) -> Vec<RunLog> {
-    let Ok(entries) = crate::raw::read_dir(dir) else {
+    let Ok(entries) = crate::input::raw::read_dir(dir) else {
         return Vec::new();
     };
     let mut files: Vec<PathBuf> = entries
@@ -173,7 +177,7 @@ fn read_table(dir: &Path, problems: &mut Vec<Problem>) -> Vec<RunLog> {
     let mut logs = Vec::new();
     for path in files {
         let (row, rep, shard) = parse_name(&path);
-        let text = match crate::raw::read(&path) {
+        let text = match crate::input::raw::read(&path) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) => {
                 problems.push(Problem(format!("{}: {e}", path.display())));

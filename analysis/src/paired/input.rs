@@ -61,7 +61,7 @@ pub const LENGTH_TOLERANCE: f64 = 0.05;
 /// (a closing fragment is not a window).
 pub fn read_comparison(dir: &Path, problems: &mut Vec<Problem>) -> Comparison {
     let mut out = Comparison::default();
-    let Ok(entries) = crate::raw::read_dir(dir) else {
+    let Ok(entries) = crate::input::raw::read_dir(dir) else {
         problems.push(Problem(format!("{}: cannot read directory", dir.display())));
         return out;
     };
@@ -80,7 +80,7 @@ pub fn read_comparison(dir: &Path, problems: &mut Vec<Problem>) -> Comparison {
         };
         let read = |suffix: &str| {
             let path = dir.join(format!("{stem}.{suffix}.jsonl"));
-            crate::raw::read_to_string(&path)
+            crate::input::raw::read_to_string(&path)
                 .map_err(|e| Problem(format!("{}: {e}", path.display())))
         };
         let (row, base) = match (read("row"), read("base")) {
@@ -163,7 +163,7 @@ pub fn read_runs(dir: &Path, problems: &mut Vec<Problem>) -> Vec<(u32, Compariso
 /// A compared row's run directories, numbered: its `run-NN` directories
 /// in order, else `dir` itself as run 1.
 pub fn run_dirs(dir: &Path) -> Vec<(u32, std::path::PathBuf)> {
-    let mut runs: Vec<(u32, std::path::PathBuf)> = crate::raw::read_dir(dir)
+    let mut runs: Vec<(u32, std::path::PathBuf)> = crate::input::raw::read_dir(dir)
         .into_iter()
         .flatten()
         .filter(|e| e.is_dir)

@@ -370,7 +370,7 @@ pub fn build(
     let mut rows = Vec::new();
     for r in spec.row.iter().filter(|r| r.name != baseline) {
         let sub = dir.join(&r.name);
-        if !crate::raw::is_dir(&sub) {
+        if !crate::input::raw::is_dir(&sub) {
             continue;
         }
         let runs = read_runs(&sub, problems);

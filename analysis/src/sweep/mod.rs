@@ -26,8 +26,8 @@ pub fn step_of(
     loadgen_busy: Option<f64>,
     server_cpu_s: Option<f64>,
 ) -> anyhow::Result<Step> {
-    let text =
-        crate::raw::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+    let text = crate::input::raw::read_to_string(log)
+        .with_context(|| format!("reading {}", log.display()))?;
     let summary = text
         .lines()
         .find_map(|l| match serde_json::from_str::<loadgen::Record>(l) {
@@ -87,8 +87,8 @@ pub fn step_of(
 
 /// The 2xx/s of a closed-model log's summary (the sweep's probe).
 pub fn closed_rps(log: &Path) -> anyhow::Result<Option<f64>> {
-    let text =
-        crate::raw::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+    let text = crate::input::raw::read_to_string(log)
+        .with_context(|| format!("reading {}", log.display()))?;
     Ok(text
         .lines()
         .find_map(|l| match serde_json::from_str::<loadgen::Record>(l) {
@@ -99,7 +99,7 @@ pub fn closed_rps(log: &Path) -> anyhow::Result<Option<f64>> {
 
 /// The files in `dir` whose names end in `suffix`, sorted.
 pub(crate) fn files_ending(dir: &Path, suffix: &str) -> Vec<std::path::PathBuf> {
-    let mut files: Vec<_> = crate::raw::read_dir(dir)
+    let mut files: Vec<_> = crate::input::raw::read_dir(dir)
         .into_iter()
         .flatten()
         .map(|e| e.path)

@@ -265,7 +265,7 @@ pub fn build(
 
 /// A row's figures for each of its targets, from its `ROW.sweep.json`.
 pub fn row(dir: &Path, index: &Path) -> anyhow::Result<Vec<SweepRow>> {
-    let ix: Index = serde_json::from_slice(&crate::raw::read(index)?)?;
+    let ix: Index = serde_json::from_slice(&crate::input::raw::read(index)?)?;
     let mut closed_rps = None;
     let mut steps = Vec::new();
     let mut search: Vec<(String, Step)> = Vec::new();

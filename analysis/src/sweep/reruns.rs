@@ -48,8 +48,8 @@ pub struct Machine {
 impl Machine {
     fn read(dir: &Path) -> anyhow::Result<Machine> {
         let path = dir.join("meta.json");
-        let text =
-            crate::raw::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+        let text = crate::input::raw::read_to_string(&path)
+            .with_context(|| format!("{}", path.display()))?;
         let meta: serde_json::Value =
             serde_json::from_str(&text).with_context(|| format!("{}", path.display()))?;
         let text = |k: &str| meta.get(k).and_then(|v| v.as_str()).map(str::to_owned);

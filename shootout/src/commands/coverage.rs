@@ -20,11 +20,12 @@ pub(super) struct Args {
 }
 
 pub(super) fn run(a: Args) -> ExitCode {
-    let written = analysis::coverage::coverage(&a.run, a.alone.as_deref()).and_then(|c| {
-        let path = a.run.join("coverage.json");
-        analysis::files::write_atomic(&path, &analysis::coverage::to_json(&c)?)?;
-        Ok(c)
-    });
+    let written =
+        analysis::sittings::coverage::coverage(&a.run, a.alone.as_deref()).and_then(|c| {
+            let path = a.run.join("coverage.json");
+            analysis::files::write_atomic(&path, &analysis::sittings::coverage::to_json(&c)?)?;
+            Ok(c)
+        });
     let c = match written {
         Ok(c) => c,
         Err(e) => {

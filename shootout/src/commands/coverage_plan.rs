@@ -6,8 +6,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use analysis::coverage_plan::{self, Share};
-use analysis::sitting_span;
+use analysis::sittings::coverage_plan::{self, Share};
+use analysis::sittings::span;
 
 use super::report_error;
 
@@ -47,12 +47,11 @@ pub(super) fn run(a: Args) -> ExitCode {
         let spans = a
             .sittings
             .iter()
-            .map(|d| sitting_span::span(d))
+            .map(|d| span::span(d))
             .collect::<anyhow::Result<Vec<_>>>()?;
         let names: Vec<String> = a.sittings.iter().map(|d| d.display().to_string()).collect();
-        let judged: Vec<(&str, sitting_span::Span)> =
-            names.iter().map(String::as_str).zip(spans).collect();
-        sitting_span::check_gaps((&name, sitting_span::span(&a.reference)?), &judged)?;
+        let judged: Vec<(&str, span::Span)> = names.iter().map(String::as_str).zip(spans).collect();
+        span::check_gaps((&name, span::span(&a.reference)?), &judged)?;
         let c = coverage_plan::judge(&a.plan, &sittings, &name, reference, CONTROL);
         let newest = a.sittings.iter().max().expect("at least one sitting");
         let path = newest.join("coverage.json");

@@ -1,13 +1,13 @@
 //! `shootout history [NAME]`: each comparison's answer in every committed
 //! sitting, whether the sittings agree, and the answer across them once
-//! there are three (see [`analysis::history`]); `--write` writes
+//! there are three (see [`analysis::sittings::history`]); `--write` writes
 //! `results/history.json` anew from the runs.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use analysis::history::{agreement, Comparison, History};
+use analysis::sittings::history::{agreement, Comparison, History};
 
 use super::report_error;
 use crate::record::history;
@@ -162,7 +162,7 @@ pub fn lines(c: &Comparison) -> Vec<String> {
             x.tau_log * 100.0
         ));
     }
-    if let Some(t) = analysis::history::trend(&c.sittings) {
+    if let Some(t) = analysis::sittings::history::trend(&c.sittings) {
         let note = if t.lo > 0.0 || t.hi < 0.0 {
             "; it drifts, which the answer across sittings does not model"
         } else {

@@ -25,7 +25,7 @@ pub(super) fn run(a: Args) -> ExitCode {
     let mut failed = false;
     for dir in &a.dirs {
         if a.pack {
-            if let Err(e) = analysis::raw::pack(dir) {
+            if let Err(e) = analysis::input::raw::pack(dir) {
                 eprintln!("shootout: {}: {e:#}", dir.display());
                 failed = true;
                 continue;

@@ -27,7 +27,7 @@ pub(super) struct Args {
 
 pub(super) fn run(a: Args) -> ExitCode {
     let out = (|| -> anyhow::Result<String> {
-        let law = analysis::sink_law::law(&a.drain, &a.served)?;
+        let law = analysis::sinks::law::law(&a.drain, &a.served)?;
         let files = sink_law_md::files(&law)?;
         for (name, bytes) in &files {
             write_atomic(&a.served.join(name), bytes)?;

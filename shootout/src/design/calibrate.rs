@@ -345,7 +345,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
             meta.paired = records.clone();
             meta.interrupted = stopped.is_some();
             meta.write(&dir)?;
-            analysis::raw::pack(&dir)?;
+            analysis::input::raw::pack(&dir)?;
             report::analyse(&dir)?;
             if let Some(e) = failed {
                 bail!("{} comparison: {e}", row.name);
@@ -381,7 +381,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
     let _ = std::fs::remove_dir_all(dir.join("tmp"));
     meta.paired = records.clone();
     meta.write(&dir)?;
-    analysis::raw::pack(&dir)?;
+    analysis::input::raw::pack(&dir)?;
     report::analyse(&dir)?;
     let cal = recompute(&dir)?;
     write_json(&dir.join("calibration.json"), &cal)?;
@@ -439,7 +439,8 @@ struct RecordFacts {
 pub fn recompute(dir: &Path) -> anyhow::Result<Calibration> {
     let path = dir.join("meta.json");
     let meta: serde_json::Value = serde_json::from_slice(
-        &analysis::raw::read(&path).with_context(|| format!("reading {}", path.display()))?,
+        &analysis::input::raw::read(&path)
+            .with_context(|| format!("reading {}", path.display()))?,
     )
     .with_context(|| format!("parsing {}", path.display()))?;
     let text = |v: &serde_json::Value| v.as_str().map(str::to_string);

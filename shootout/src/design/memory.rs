@@ -207,8 +207,8 @@ fn watch(job: &Job, stack: &mut Stack, loadgen: &mut Running) -> anyhow::Result<
 fn read_hold(
     log: &Path,
 ) -> anyhow::Result<(Option<loadgen::HoldRecord>, Option<loadgen::HoldRecord>)> {
-    let text =
-        analysis::raw::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+    let text = analysis::input::raw::read_to_string(log)
+        .with_context(|| format!("reading {}", log.display()))?;
     let (mut held, mut summary) = (None, None);
     for line in text.lines() {
         match serde_json::from_str::<loadgen::Record>(line) {

@@ -160,13 +160,16 @@ pub fn run_file(
     for f in analysis::files::unfinished(&dir) {
         let _ = std::fs::remove_file(f);
     }
-    if result.is_err() && !analysis::raw::is_file(&dir.join("meta.json")) && !has_raw_data(&dir) {
+    if result.is_err()
+        && !analysis::input::raw::is_file(&dir.join("meta.json"))
+        && !has_raw_data(&dir)
+    {
         let _ = std::fs::remove_dir_all(&dir);
     } else if result.is_err() {
         // A failed run's records are packed as a finished run's are. A pack
         // that fails (a full disk, a read-only directory: the error already
         // reported) leaves them loose, where every reader finds them too.
-        let _ = analysis::raw::pack(&dir);
+        let _ = analysis::input::raw::pack(&dir);
     }
     drop(registered);
     result
@@ -208,7 +211,7 @@ fn has_raw_data(dir: &Path) -> bool {
                 has_raw_data(&p)
             } else {
                 let name = e.file_name().to_string_lossy().into_owned();
-                analysis::raw::is_raw(&name) || analysis::raw::is_archive(&name)
+                analysis::input::raw::is_raw(&name) || analysis::input::raw::is_archive(&name)
             }
         })
 }
@@ -270,7 +273,7 @@ fn run_in(
     meta.write(dir)?;
     // The raw records into the run's raw.tar.xz, before the report lists
     // the run's files.
-    analysis::raw::pack(dir)?;
+    analysis::input::raw::pack(dir)?;
     // The run is measured and recorded: a stop from here on lets the
     // report finish (seconds of writing what is recorded), so the folder,
     // its page and the shared history are complete, and then says so.

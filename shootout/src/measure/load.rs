@@ -115,7 +115,7 @@ pub fn slow_argv(
 
 /// What a finished `--slowloris` loadgen's log (kept) says.
 pub fn read_slow(path: &Path) -> anyhow::Result<loadgen::SlowRecord> {
-    let text = analysis::raw::read_to_string(path)
+    let text = analysis::input::raw::read_to_string(path)
         .with_context(|| format!("reading {}", path.display()))?;
     text.lines()
         .find_map(|l| match serde_json::from_str::<loadgen::Record>(l) {
@@ -199,7 +199,7 @@ pub struct LogTotals {
 
 /// Reads a loadgen jsonl log.
 pub fn read_log(path: &Path) -> anyhow::Result<LogTotals> {
-    let text = analysis::raw::read_to_string(path)
+    let text = analysis::input::raw::read_to_string(path)
         .with_context(|| format!("reading {}", path.display()))?;
     let mut t = LogTotals::default();
     for line in text.lines() {

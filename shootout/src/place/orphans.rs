@@ -317,7 +317,7 @@ fn finish_folder(dir: &Path) -> Option<bool> {
         }
     }
     let meta = dir.join("meta.json");
-    let Ok(bytes) = analysis::raw::read(&meta) else {
+    let Ok(bytes) = analysis::input::raw::read(&meta) else {
         let _ = std::fs::remove_dir_all(dir);
         return Some(false);
     };
@@ -327,7 +327,7 @@ fn finish_folder(dir: &Path) -> Option<bool> {
             let _ = analysis::files::write_atomic(&meta, &text);
         }
     }
-    let _ = analysis::raw::pack(dir);
+    let _ = analysis::input::raw::pack(dir);
     Some(true)
 }
 

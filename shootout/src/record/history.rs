@@ -1,5 +1,5 @@
 //! `results/history.json`: every committed paired run's answers, grouped by
-//! comparison (see [`analysis::history`] for the identity and the rules).
+//! comparison (see [`analysis::sittings::history`] for the identity and the rules).
 //! Read from each run's meta.json and summary.json; a run that did not
 //! record its load (before it was recorded) gets it from its scenario file
 //! as committed at the run's commit (`git show`).
@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use analysis::history::{self, History, Identity, Sitting};
+use analysis::sittings::history::{self, History, Identity, Sitting};
 use anyhow::Context;
 use serde_json::Value;
 
@@ -19,8 +19,8 @@ pub fn gather(results: &Path, repo: &Path) -> anyhow::Result<History> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            analysis::raw::is_file(&p.join("summary.json"))
-                && analysis::raw::is_file(&p.join("meta.json"))
+            analysis::input::raw::is_file(&p.join("summary.json"))
+                && analysis::input::raw::is_file(&p.join("meta.json"))
         })
         .collect();
     dirs.sort();
@@ -28,7 +28,7 @@ pub fn gather(results: &Path, repo: &Path) -> anyhow::Result<History> {
     for dir in dirs {
         let read = |name: &str| -> anyhow::Result<Value> {
             let path = dir.join(name);
-            let bytes = analysis::raw::read(&path)
+            let bytes = analysis::input::raw::read(&path)
                 .with_context(|| format!("reading {}", path.display()))?;
             serde_json::from_slice(&bytes).with_context(|| format!("{}", path.display()))
         };

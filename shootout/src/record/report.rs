@@ -215,7 +215,7 @@ pub fn rebuild(dir: &Path) -> anyhow::Result<std::path::PathBuf> {
     if !dir.is_dir() {
         anyhow::bail!("not a run directory");
     }
-    let meta: Option<serde_json::Value> = analysis::raw::read(&dir.join("meta.json"))
+    let meta: Option<serde_json::Value> = analysis::input::raw::read(&dir.join("meta.json"))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
     let script = meta.as_ref().is_some_and(|m| m.get("script").is_some());

@@ -87,13 +87,13 @@ fn meta(out: &Path) -> serde_json::Value {
 }
 
 fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_slice(&analysis::raw::read(path).unwrap()).unwrap()
+    serde_json::from_slice(&analysis::input::raw::read(path).unwrap()).unwrap()
 }
 
 /// The records of a raw jsonl file, loose or packed in its run's
 /// `raw.tar.xz` (lines that do not parse are left out).
 fn jsonl(path: &Path) -> Vec<serde_json::Value> {
-    analysis::raw::read_to_string(path)
+    analysis::input::raw::read_to_string(path)
         .unwrap()
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -102,15 +102,15 @@ fn jsonl(path: &Path) -> Vec<serde_json::Value> {
 
 /// A raw file of a run, loose or packed.
 fn is_raw(path: &Path) -> bool {
-    analysis::raw::is_file(path)
+    analysis::input::raw::is_file(path)
 }
 
 /// The names of the files in a run's folder, loose or packed.
 fn names_in(dir: &Path) -> Vec<String> {
-    analysis::raw::read_dir(dir)
+    analysis::input::raw::read_dir(dir)
         .unwrap()
         .iter()
-        .map(analysis::raw::Entry::name)
+        .map(analysis::input::raw::Entry::name)
         .collect()
 }
 

@@ -143,7 +143,7 @@ fn sinks_drain_the_servers_own_lines_and_leave_nothing() {
     );
     let table = run.join("sinks");
     // The lines are the server's own: actix's access log names the request.
-    let lines = analysis::raw::read_to_string(&table.join("file.lines.txt")).unwrap();
+    let lines = analysis::input::raw::read_to_string(&table.join("file.lines.txt")).unwrap();
     assert!(lines.lines().count() >= 1, "{lines}");
     assert!(
         lines.lines().all(|l| l.contains("POST / HTTP/1.1")),

@@ -187,7 +187,7 @@ fn sigint_stops_everything_and_exits_130() {
     assert_eq!(meta(out.path())["interrupted"], true);
     // loadgen wrote its summary as it stopped: its log is kept, whole.
     let log = run_dir(out.path()).join("sequential/ntex-netns.jsonl");
-    let text = analysis::raw::read_to_string(&log).unwrap();
+    let text = analysis::input::raw::read_to_string(&log).unwrap();
     assert!(
         text.lines()
             .last()

@@ -49,9 +49,9 @@ fn reruns_set_runs_side_by_side(run: &Path) {
     assert!(cp.success());
     let meta_path = copy.join("meta.json");
     let mut meta: serde_json::Value =
-        serde_json::from_str(&analysis::raw::read_to_string(&meta_path).unwrap()).unwrap();
+        serde_json::from_str(&analysis::input::raw::read_to_string(&meta_path).unwrap()).unwrap();
     meta["cpu_model"] = "Another CPU".into();
-    let _ = std::fs::remove_file(analysis::raw::gz_path(&meta_path));
+    let _ = std::fs::remove_file(analysis::input::raw::gz_path(&meta_path));
     std::fs::write(&meta_path, meta.to_string()).unwrap();
     let out = shootout(&["reruns", run, copy.to_str().unwrap(), "--json"])
         .output()

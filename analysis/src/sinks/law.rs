@@ -246,8 +246,8 @@ fn blocks(dir: &Path, share: f64, problems: &mut Vec<Problem>) -> Blocks {
 
 /// The mean 2xx/s over one side's measured intervals in a block's log.
 fn side_mean(log: &Path) -> anyhow::Result<f64> {
-    let text =
-        crate::raw::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+    let text = crate::input::raw::read_to_string(log)
+        .with_context(|| format!("reading {}", log.display()))?;
     let intervals: Vec<loadgen::IntervalRecord> = text
         .lines()
         .filter_map(|l| match serde_json::from_str::<loadgen::Record>(l) {
@@ -293,7 +293,7 @@ fn table_dir(run: &Path, has: impl Fn(&Path) -> bool) -> anyhow::Result<PathBuf>
 /// that table's `table.toml`.
 fn served_run(served: &Path) -> anyhow::Result<(Meta, PathBuf, crate::input::TableSpec)> {
     let meta: Meta = serde_json::from_slice(
-        &crate::raw::read(&served.join("meta.json"))
+        &crate::input::raw::read(&served.join("meta.json"))
             .with_context(|| format!("reading {}/meta.json", served.display()))?,
     )
     .with_context(|| format!("{}/meta.json", served.display()))?;

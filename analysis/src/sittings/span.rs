@@ -35,7 +35,7 @@ impl Span {
 pub fn span(dir: &Path) -> anyhow::Result<Span> {
     let mut found: Option<Span> = None;
     for file in jsonl_files(dir) {
-        let text = crate::raw::read_to_string(&file)
+        let text = crate::input::raw::read_to_string(&file)
             .with_context(|| format!("reading {}", file.display()))?;
         for line in text.lines() {
             let Ok(r) = serde_json::from_str::<serde_json::Value>(line) else {
@@ -60,7 +60,7 @@ pub fn span(dir: &Path) -> anyhow::Result<Span> {
 }
 
 fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    crate::raw::walk(dir)
+    crate::input::raw::walk(dir)
         .into_iter()
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect()

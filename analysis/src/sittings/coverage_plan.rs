@@ -172,7 +172,7 @@ pub fn sitting_rows(dir: &Path) -> anyhow::Result<Vec<SittingRow>> {
 fn summary(dir: &Path) -> anyhow::Result<serde_json::Value> {
     let path = dir.join("summary.json");
     serde_json::from_slice(
-        &crate::raw::read(&path).with_context(|| format!("reading {}", path.display()))?,
+        &crate::input::raw::read(&path).with_context(|| format!("reading {}", path.display()))?,
     )
     .with_context(|| format!("parsing {}", path.display()))
 }

@@ -37,7 +37,7 @@ pub struct RunEntry {
 }
 
 fn json(path: &Path) -> Option<serde_json::Value> {
-    serde_json::from_slice(&crate::raw::read(path).ok()?).ok()
+    serde_json::from_slice(&crate::input::raw::read(path).ok()?).ok()
 }
 
 fn text(v: Option<&serde_json::Value>) -> Option<String> {

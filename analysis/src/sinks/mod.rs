@@ -3,7 +3,10 @@
 //! log lines and of each drain run), lines/s per run, their mean with a
 //! Student's t interval over the runs (each run a fresh sink and writer,
 //! so runs are the independent unit), bytes/s, and the request rate the
-//! sink allows: lines/s ÷ lines per request.
+//! sink allows: lines/s ÷ lines per request. The law that sets them
+//! beside a served run is [`law`].
+
+pub mod law;
 
 use std::path::Path;
 
