@@ -128,7 +128,7 @@ impl Run {
 /// The run directories under `out`.
 fn runs(out: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(out)
-        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
         .unwrap_or_default()
 }
 
@@ -477,4 +477,148 @@ fn a_read_only_results_directory_is_a_clear_error() {
     assert!(analysis::input::raw::is_file(
         &runs(&out)[0].join("stages/row.jsonl")
     ));
+}
+
+/// Two paired rows here, short blocks: a stage between blocks, and a
+/// report, to stop at.
+const PAIRED: &str = "design = \"paired\"\nbaseline = \"a\"\n[paired]\nblock = \"1s\"\nsettle = \"0s\"\nblocks = 4\n\
+    [defaults]\nserver_cpus = \"1\"\nloadgen_cpus = \"0\"\nconnections = 4\nworkers = 1\nrequest = \"post\"\n\
+    [[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\n";
+
+/// The shared files of a results directory, as text (absent: `None`).
+fn shared(out: &Path) -> [Option<String>; 2] {
+    ["history.json", "index.html"].map(|f| std::fs::read_to_string(out.join(f)).ok())
+}
+
+/// SIGINT (a terminal's Ctrl-C, to the whole group) and SIGTERM (to the
+/// runner alone, as `kill` or a service manager sends it), each during the
+/// builds, between two blocks and during the report: exit 130, nothing
+/// left running, every file whole, the run folder marked interrupted (or
+/// complete, when the stop came once it was recorded), and the shared
+/// history and index unchanged or complete.
+#[test]
+fn sigint_and_sigterm_at_builds_between_blocks_and_in_the_report() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        for stage in ["build", "block", "report"] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("out");
+            // A results directory that keeps a history (as results/ does).
+            std::fs::create_dir_all(&out).unwrap();
+            std::fs::write(out.join("history.json"), "{}\n").unwrap();
+            let before = shared(&out);
+            let mut run = Run::of(dir.path(), "paired.toml", PAIRED, &out, stage);
+            let pid = run.child.id();
+            run.wait_held(stage);
+            if sig == libc::SIGINT {
+                run.signal_group(sig);
+            } else {
+                run.signal(sig);
+            }
+            let (code, stderr) = run.finish();
+            let at = format!("signal {sig} at {stage}");
+            assert_eq!(code, Some(130), "{at}: {stderr:#?}");
+            assert_nothing_left(&out, pid);
+            assert_whole(&out);
+            let after = shared(&out);
+            for (b, a) in before.iter().zip(&after) {
+                let whole = a.as_deref().is_some_and(|t| {
+                    serde_json::from_str::<serde_json::Value>(t).is_ok()
+                        || t.trim_end().ends_with("</html>")
+                });
+                assert!(a == b || whole, "{at}: a shared file half-written: {a:?}");
+            }
+            let runs = runs(&out);
+            if stage == "build" {
+                assert!(runs.is_empty(), "{at}: {runs:?}");
+                assert_eq!(after, before, "{at}");
+                continue;
+            }
+            assert_eq!(runs.len(), 1, "{at}");
+            let meta: serde_json::Value = serde_json::from_slice(
+                &analysis::input::raw::read(&runs[0].join("meta.json")).unwrap(),
+            )
+            .unwrap();
+            let blocks = meta["paired"][0]["blocks"].as_array().map_or(0, Vec::len);
+            if stage == "block" {
+                assert_eq!(meta["interrupted"], true, "{at}: {meta}");
+                assert_eq!(blocks, 1, "{at}: {meta}");
+                assert_eq!(meta["paired"][0]["stopped_by"], "interrupted", "{at}");
+            } else {
+                // Recorded before the stop came: complete, its history
+                // and index written.
+                assert_eq!(meta["interrupted"], false, "{at}: {meta}");
+                assert_eq!(blocks, 4, "{at}: {meta}");
+                let name = runs[0].file_name().unwrap().to_string_lossy().into_owned();
+                assert!(
+                    after[0].as_deref().is_some_and(|h| h.contains(&name)),
+                    "{at}: the history does not name the run"
+                );
+                assert!(after[1].is_some(), "{at}: no index");
+                assert!(
+                    stderr.iter().any(|l| l.contains("stopped during the report")),
+                    "{at}: {stderr:#?}"
+                );
+            }
+        }
+    }
+}
+
+/// A runner killed by SIGKILL stops nothing: its server, loadgen and
+/// namespaces stay, its folder half-written. The next run finds them, ends
+/// them, says so in one line, and runs; nothing of the killed run is left,
+/// and every file is whole. Killed mid-load in its first unit, its folder
+/// goes (nothing in it finished); killed between two paired blocks, its
+/// folder stays, marked interrupted, with the block it finished.
+#[test]
+fn the_next_run_ends_what_a_killed_runner_left() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for (text, stage) in [(SCENARIO, "measure"), (PAIRED, "block")] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut killed = Run::of(dir.path(), "killed.toml", text, &out, stage);
+        let pid = killed.child.id();
+        killed.wait_held(stage);
+        if stage == "measure" {
+            wait_first_record(&out);
+        }
+        killed.signal(libc::SIGKILL);
+        // Still there: what no process could stop once its runner was killed.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline && leftovers(&out).is_empty() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(!leftovers(&out).is_empty(), "{stage}: nothing left to end");
+        let first = runs(&out);
+        // The killed runner is not reaped yet (a zombie): gone all the same.
+        let next = Run::of(dir.path(), "next.toml", SCENARIO, &out, "none");
+        let (code, stderr) = next.finish();
+        assert_eq!(code, Some(0), "{stage}: {stderr:#?}");
+        let said: Vec<&String> = stderr
+            .iter()
+            .filter(|l| l.contains(&format!("a run killed earlier (pid {pid})")))
+            .collect();
+        assert_eq!(said.len(), 1, "{stage}: {stderr:#?}");
+        assert_nothing_left(&out, pid);
+        assert_whole(&out);
+        let runs = runs(&out);
+        let meta = |dir: &Path| -> serde_json::Value {
+            serde_json::from_slice(&analysis::input::raw::read(&dir.join("meta.json")).unwrap())
+                .unwrap()
+        };
+        if stage == "measure" {
+            assert!(said[0].contains("namespace(s)"), "{said:?}");
+            assert!(said[0].contains("removed"), "{said:?}");
+            assert_eq!(runs.len(), 1, "{runs:?}");
+        } else {
+            assert!(said[0].contains("marked interrupted"), "{said:?}");
+            assert_eq!(runs.len(), 2, "{runs:?}");
+            let m = meta(&first[0]);
+            assert_eq!(m["interrupted"], true, "{m}");
+            assert_eq!(m["paired"][0]["blocks"].as_array().map(Vec::len), Some(1), "{m}");
+        }
+        let newest = runs.iter().find(|r| !first.contains(r)).unwrap();
+        assert_eq!(meta(newest)["interrupted"], false);
+        let _ = killed.finish();
+    }
 }

@@ -337,7 +337,7 @@ pub fn run(o: &CalibrateOptions, stop: &Arc<AtomicBool>) -> anyhow::Result<Calib
     // Every comparison goes through here: its record is kept, and the run
     // ends (meta.json and the reports written) on an error or Ctrl-C.
     let mut compare = |ctx: &paired::Ctx, row: &Scenario, index: usize| {
-        let (rec, stopped) = paired::compare(ctx, base, row, index, 1);
+        let (rec, stopped) = paired::compare(ctx, base, row, index, 1, &mut |_| {});
         let failed = rec.error.clone();
         records.push(rec);
         if stopped.is_some() || failed.is_some() {

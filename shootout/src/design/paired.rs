@@ -199,19 +199,24 @@ impl<'a> Comparison<'a> {
 /// Runs the planned blocks of `row` against `base`, one after another, as
 /// run `run` of the comparison's `runs`. `index` keeps network namespaces
 /// of different comparisons apart. Its `seconds` are those of its blocks.
+/// `after_block` sees the record after each block (the caller writes it
+/// down, so a runner killed mid-comparison leaves the blocks it finished).
 pub fn compare(
     ctx: &Ctx,
     base: &Scenario,
     row: &Scenario,
     index: usize,
     run: u32,
+    after_block: &mut dyn FnMut(&ComparisonRecord),
 ) -> (ComparisonRecord, Option<Interrupted>) {
     let mut c = match Comparison::begin(ctx, base, row, index, run) {
         Ok(c) => c,
         Err(rec) => return (*rec, None),
     };
     loop {
-        match c.step(ctx) {
+        let stepped = c.step(ctx);
+        after_block(&c.rec);
+        match stepped {
             Stepped::Next => {}
             Stepped::Ended => return (c.rec, None),
             Stepped::Interrupted => return (c.rec, Some(Interrupted)),

@@ -84,7 +84,18 @@ fn in_rounds(
         (1..=settings.runs).flat_map(|r| pairs.iter().enumerate().map(move |(i, p)| (r, i, *p)));
     let interrupted = each(ctx.run, units, |(r, i, (base, row))| {
         ctx.progress.comparison(&row.name, &base.name);
-        let (rec, stopped) = compare(ctx, base, row, i, r);
+        // meta.json after every block too: what a runner killed by SIGKILL
+        // leaves names the blocks it finished.
+        let mut unwritten = None;
+        let (rec, stopped) = compare(ctx, base, row, i, r, &mut |so_far| {
+            meta.paired = comparisons.iter().chain([so_far]).cloned().collect();
+            if let Err(e) = meta.write(ctx.run.dir) {
+                unwritten.get_or_insert(e);
+            }
+        });
+        if let Some(e) = unwritten {
+            return Err(e);
+        }
         ctx.progress
             .suspend(|| report::print_comparison(&rec, settings.effect()));
         comparisons.push(rec);
