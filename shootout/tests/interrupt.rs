@@ -128,7 +128,12 @@ impl Run {
 /// The run directories under `out`.
 fn runs(out: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(out)
-        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -556,7 +561,9 @@ fn sigint_and_sigterm_at_builds_between_blocks_and_in_the_report() {
                 );
                 assert!(after[1].is_some(), "{at}: no index");
                 assert!(
-                    stderr.iter().any(|l| l.contains("stopped during the report")),
+                    stderr
+                        .iter()
+                        .any(|l| l.contains("stopped during the report")),
                     "{at}: {stderr:#?}"
                 );
             }
@@ -615,7 +622,11 @@ fn the_next_run_ends_what_a_killed_runner_left() {
             assert_eq!(runs.len(), 2, "{runs:?}");
             let m = meta(&first[0]);
             assert_eq!(m["interrupted"], true, "{m}");
-            assert_eq!(m["paired"][0]["blocks"].as_array().map(Vec::len), Some(1), "{m}");
+            assert_eq!(
+                m["paired"][0]["blocks"].as_array().map(Vec::len),
+                Some(1),
+                "{m}"
+            );
         }
         let newest = runs.iter().find(|r| !first.contains(r)).unwrap();
         assert_eq!(meta(newest)["interrupted"], false);

@@ -190,7 +190,7 @@ impl Builder {
                 crate::patched::write_workspace(&self.root, &self.target, server, patch).map_err(
                     BuildError::file(
                         "writing the patched workspace for",
-                        &self.root.join(patch.copy),
+                        &self.root.join(patch.diff),
                     ),
                 )?,
             ),

@@ -1,25 +1,30 @@
-//! Variants built against a patched copy of a dependency (`patches/` at the
-//! workspace root), each from a workspace of its own that the builder writes
-//! under `target/patched/<feature>/`: the server's own manifest and sources,
-//! the workspace's profiles, a copy of its `Cargo.lock`, and a
-//! `[patch.crates-io]` entry. The project's `Cargo.lock` and its other
-//! builds never see the patch (a `[patch]` in the workspace, or cargo's
-//! `--config patch...`, would rewrite the lock file).
+//! Variants built against a patched dependency, each from a workspace of
+//! its own that the builder writes under `target/patched/<feature>/`: the
+//! server's own manifest and sources, the workspace's profiles, a copy of
+//! its `Cargo.lock`, and a `[patch.crates-io]` entry naming the crate's
+//! source as crates.io published it, with a diff from `patches/` applied
+//! (`git apply`) at build time. No copy of the crate is kept in the tree.
+//! The project's `Cargo.lock` and its other builds never see the patch (a
+//! `[patch]` in the workspace, or cargo's `--config patch...`, would
+//! rewrite the lock file).
 
 use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use crate::{Server, Variant};
 
 /// A feature that builds against a patched crate: the feature, the crate
-/// it patches, and the patched copy's directory under the workspace root.
-pub const PATCHES: [(&str, &str, &str); 1] = [("ntex-read-once", "ntex-net", "patches/ntex-net")];
+/// it patches, and the diff (under the workspace root) applied to the
+/// crate's published source.
+pub const PATCHES: [(&str, &str, &str); 1] =
+    [("ntex-read-once", "ntex-net", "patches/ntex-net.diff")];
 
 /// The patch a variant builds against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Patch {
     pub feature: &'static str,
     pub krate: &'static str,
-    pub copy: &'static str,
+    pub diff: &'static str,
 }
 
 impl Variant {
@@ -28,10 +33,10 @@ impl Variant {
         PATCHES
             .into_iter()
             .find(|(f, _, _)| self.features.iter().any(|x| x == f))
-            .map(|(feature, krate, copy)| Patch {
+            .map(|(feature, krate, diff)| Patch {
                 feature,
                 krate,
-                copy,
+                diff,
             })
     }
 }
@@ -51,12 +56,18 @@ pub fn write_workspace(
         std::fs::read_to_string(&p)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))
     };
+    let lock = read(root.join("Cargo.lock"))?;
+    // Beside the workspace, not in it: a path dependency inside a
+    // workspace's directory would become one of its members.
+    let sources = target.join("patched").join("sources").join(patch.feature);
+    std::fs::create_dir_all(&sources)?;
+    let source = patched_source(root, &sources, patch, &lock)?;
     let text = manifest(
         &read(server_dir.join("Cargo.toml"))?,
         &server_dir,
         &read(root.join("Cargo.toml"))?,
         patch.krate,
-        &root.join(patch.copy),
+        &source,
     )
     .map_err(std::io::Error::other)?;
     let path = dir.join("Cargo.toml");
@@ -67,6 +78,107 @@ pub fn write_workspace(
     // the patch changes.
     std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock"))?;
     Ok(path)
+}
+
+/// The version of `krate` that `lock` (a Cargo.lock) pins.
+fn locked_version(lock: &str, krate: &str) -> Option<String> {
+    let name = format!("name = \"{krate}\"");
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == name {
+            let version = lines.next()?.trim().strip_prefix("version = \"")?;
+            return Some(version.trim_end_matches('"').to_string());
+        }
+    }
+    None
+}
+
+/// The crate's published source with the diff applied, under `dir`
+/// (`<crate>-<version>/`; `dir` is emptied of nothing else): made again only when the diff or the locked
+/// version changed (a stamp file holds the diff it was made with).
+fn patched_source(root: &Path, dir: &Path, patch: Patch, lock: &str) -> std::io::Result<PathBuf> {
+    let fail = |why: String| std::io::Error::other(why);
+    let diff_path = root.join(patch.diff);
+    let diff = std::fs::read_to_string(&diff_path)
+        .map_err(|e| fail(format!("{}: {e}", diff_path.display())))?;
+    let version = locked_version(lock, patch.krate)
+        .ok_or_else(|| fail(format!("Cargo.lock pins no {}", patch.krate)))?;
+    let release = format!("{}-{version}", patch.krate);
+    // The diff says which release it was made against (`diff -ru
+    // ntex-net-3.16.0/...`): applied to another, it could apply and mean
+    // something else.
+    if !diff.contains(&format!(" {release}/")) {
+        return Err(fail(format!(
+            "{} was made against another release than the {release} Cargo.lock pins: make it again against {release}",
+            patch.diff
+        )));
+    }
+    let source = dir.join(&release);
+    let stamp = source.join(".shootout-patch");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(diff.as_str()) {
+        return Ok(source);
+    }
+    let _ = std::fs::remove_dir_all(&source);
+    let archive = published_crate(root, &release)?;
+    // `tar` and `git` are on every machine that cloned this repository.
+    run(Command::new("tar")
+        .arg("-xzf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(dir))?;
+    // Outside any repository (the ceiling stops git's search above `dir`),
+    // `git apply` patches the files under the current directory; inside
+    // this one it would take the diff's paths from the repository's root
+    // and skip them all.
+    run(Command::new("git")
+        .args(["apply", "-p1"])
+        .arg(&diff_path)
+        .current_dir(&source)
+        .env("GIT_CEILING_DIRECTORIES", dir))?;
+    std::fs::write(&stamp, &diff)?;
+    Ok(source)
+}
+
+/// The `.crate` archive of `release` (`ntex-net-3.16.0`) in cargo's
+/// registry cache, fetched first when it is not there yet.
+fn published_crate(root: &Path, release: &str) -> std::io::Result<PathBuf> {
+    let cargo_home = std::env::var_os("CARGO_HOME").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo"),
+        PathBuf::from,
+    );
+    let find = || -> Option<PathBuf> {
+        std::fs::read_dir(cargo_home.join("registry").join("cache"))
+            .ok()?
+            .flatten()
+            .map(|index| index.path().join(format!("{release}.crate")))
+            .find(|p| p.is_file())
+    };
+    if let Some(found) = find() {
+        return Ok(found);
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    run(Command::new(cargo)
+        .args(["fetch", "--quiet", "--manifest-path"])
+        .arg(root.join("Cargo.toml")))?;
+    find().ok_or_else(|| {
+        std::io::Error::other(format!(
+            "{release}.crate is not in cargo's registry cache after `cargo fetch`"
+        ))
+    })
+}
+
+/// Runs `cmd`; its stderr, and its exit, in the error when it fails.
+fn run(cmd: &mut Command) -> std::io::Result<()> {
+    let shown = format!("{cmd:?}");
+    let out = cmd.stdin(Stdio::null()).output()?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(std::io::Error::other(format!(
+        "{shown} failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    )))
 }
 
 /// The server crate's directory under the workspace root.
@@ -160,6 +272,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_locked_version_is_read_from_cargo_lock() {
+        let lock = "[[package]]\nname = \"ntex\"\nversion = \"3.2.0\"\n\n\
+                    [[package]]\nname = \"ntex-net\"\nversion = \"3.16.0\"\n";
+        assert_eq!(locked_version(lock, "ntex-net").as_deref(), Some("3.16.0"));
+        assert_eq!(locked_version(lock, "ntex").as_deref(), Some("3.2.0"));
+        assert_eq!(locked_version(lock, "tokio"), None);
+    }
+
+    #[test]
+    fn a_diff_made_against_another_release_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("patches")).unwrap();
+        std::fs::write(
+            dir.path().join("patches/x.diff"),
+            "diff -ru ntex-net-3.15.0/src/lib.rs ntex-net/src/lib.rs\n",
+        )
+        .unwrap();
+        let patch = Patch {
+            feature: "f",
+            krate: "ntex-net",
+            diff: "patches/x.diff",
+        };
+        let lock = "[[package]]\nname = \"ntex-net\"\nversion = \"3.16.0\"\n";
+        let e = patched_source(dir.path(), dir.path(), patch, lock).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("make it again against ntex-net-3.16.0"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn only_a_patch_feature_asks_for_a_patch() {
         let v = Variant::new(Server::Ntex, ["global-counter", "ntex-read-once"]);
         assert_eq!(
@@ -167,7 +311,7 @@ mod tests {
             Some(Patch {
                 feature: "ntex-read-once",
                 krate: "ntex-net",
-                copy: "patches/ntex-net"
+                diff: "patches/ntex-net.diff"
             })
         );
         assert_eq!(Variant::new(Server::Ntex, ["global-counter"]).patch(), None);
