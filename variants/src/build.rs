@@ -134,6 +134,10 @@ pub struct Builder {
     pub profile: Profile,
     /// Raised to stop a build under way (see [`Builder::stopped_by`]).
     pub stop: Option<Arc<AtomicBool>>,
+    /// Builds of another tree (see [`Builder::at_rev`]): its name (the
+    /// commit, and the diff applied to it), whose copies are kept apart
+    /// from this tree's.
+    pub rev: Option<String>,
 }
 
 impl Builder {
@@ -152,7 +156,27 @@ impl Builder {
             target,
             profile,
             stop: None,
+            rev: None,
         }
+    }
+
+    /// Builds from commit `sha` of the repository at `root` instead, with
+    /// `patch` applied: its tree unpacked under `target/revs/<name>/`
+    /// ([`crate::rev::tree`]), built into the same target directory; its
+    /// copies under `target/shootout/<profile>/rev-<name>/`, and never a
+    /// prebuilt one.
+    pub fn at_rev(
+        mut self,
+        sha: &str,
+        patch: Option<&crate::rev::TreePatch>,
+    ) -> Result<Builder, BuildError> {
+        let name = crate::rev::tree_name(sha, patch);
+        let tree = crate::rev::tree(&self.root, &self.target, sha, patch).map_err(
+            BuildError::file("making the tree", &self.target.join("revs").join(&name)),
+        )?;
+        self.root = tree;
+        self.rev = Some(name);
+        Ok(self)
     }
 
     /// Builds that end as soon as `stop` is raised: cargo runs in a process
@@ -174,7 +198,7 @@ impl Builder {
         let dir = copy.parent().expect("a copy is in a directory");
         // Built from this tree before the tests (`scripts/test`): the
         // copy as it is, without a cargo call (prebuilt.rs).
-        let prebuilt = Prebuilt::from_env()?;
+        let prebuilt = Prebuilt::from_env()?.filter(|_| self.rev.is_none());
         if let Some(prebuilt) = &prebuilt {
             if let Some(copy) = self.prebuilt_copy(prebuilt, variant)? {
                 return Ok(copy);
@@ -218,11 +242,11 @@ impl Builder {
 
     /// Where `variant`'s own copy of its binary lives.
     fn copy_of(&self, variant: &Variant) -> PathBuf {
-        self.target
-            .join("shootout")
-            .join(self.profile.dir())
-            .join(variant.name())
-            .join(variant.server.binary())
+        let mut dir = self.target.join("shootout").join(self.profile.dir());
+        if let Some(sha) = &self.rev {
+            dir.push(format!("rev-{sha}"));
+        }
+        dir.join(variant.name()).join(variant.server.binary())
     }
 
     /// `variant`'s copy, if `prebuilt` lists it and it is there; the use

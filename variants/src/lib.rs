@@ -4,6 +4,7 @@
 mod build;
 mod patched;
 mod prebuilt;
+pub mod rev;
 mod server;
 mod variant;
 

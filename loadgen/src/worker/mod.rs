@@ -12,8 +12,8 @@
 //! every arrival of data to an edge-triggered epoll), which saves the extra
 //! `read` returning EAGAIN.
 //!
-//! The worker ties three rooms together: [`conn`] does each connection's
-//! I/O, [`agenda`] says when each connection acts next, [`tally`] counts and
+//! The worker ties three rooms together: `conn` does each connection's
+//! I/O, `agenda` says when each connection acts next, `tally` counts and
 //! hands each interval to the collector. What is left here is the event
 //! loop and the HTTP/1.1 exchange: which request goes when, what an answer,
 //! a close or an error means for the counts.

@@ -1,6 +1,8 @@
 //! `shootout ab CMD_A CMD_B`: two servers' commands in the paired design,
 //! with an A/A (A against a second process of A), through the same runner,
-//! decision rule, page and history as `shootout run`.
+//! decision rule, page and history as `shootout run`. `shootout ab --rev A
+//! --rev B` does the same for a twin built at two commits of this
+//! repository.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,9 +15,21 @@ use crate::config::scenario::ScenarioFile;
 pub(super) struct Args {
     /// Server A, the baseline: one string, split as a shell splits it, with
     /// {port} and optionally {host}, {cpus}, {workers}.
-    cmd_a: String,
+    #[arg(required_unless_present = "revs", conflicts_with = "revs")]
+    cmd_a: Option<String>,
     /// Server B, compared with A.
-    cmd_b: String,
+    #[arg(required_unless_present = "revs", conflicts_with = "revs")]
+    cmd_b: Option<String>,
+    /// Instead of two commands: a twin built at two commits of this
+    /// repository (sha, tag or branch), A the baseline: `--rev A --rev B`.
+    #[arg(long = "rev", value_name = "REV", action = clap::ArgAction::Append)]
+    revs: Vec<String>,
+    /// With --rev: the twin.
+    #[arg(long, default_value = "ntex", value_parser = ["actix", "ntex"], requires = "revs")]
+    server: String,
+    /// With --rev: its features, comma-separated.
+    #[arg(long, default_value = "global-counter,keepalive-os", requires = "revs")]
+    features: String,
     /// Blocks per comparison (even, at least 4), fixed before it starts.
     #[arg(long, default_value_t = 8, value_parser = blocks)]
     blocks: u32,
@@ -62,10 +76,16 @@ fn blocks(s: &str) -> Result<u32, String> {
     crate::config::paired::checked_blocks(n)
 }
 
+/// What A and B are: two commands, or a twin at two commits.
+enum Side {
+    Command(Vec<String>),
+    Rev(String),
+}
+
 /// The scenario file `shootout ab` runs, as TOML text (left in the run
 /// folder as `ab.toml`, for `shootout run` to repeat), and the lines of
-/// its two commands.
-fn scenario_text(a: &[String], b: &[String], args: &Args) -> (String, [usize; 2]) {
+/// its two commands (or revs).
+fn scenario_text(a: &Side, b: &Side, args: &Args) -> (String, [usize; 2]) {
     let list = |v: &[String]| {
         let quoted: Vec<String> = v.iter().map(|s| toml_string(s)).collect();
         format!("[{}]", quoted.join(", "))
@@ -105,20 +125,40 @@ fn scenario_text(a: &[String], b: &[String], args: &Args) -> (String, [usize; 2]
         toml_string(&humantime::format_duration(args.ready_within).to_string())
     );
     let mut at = [0; 2];
-    for (i, (name, cmd, against)) in [("a", a, None), ("b", b, Some("a")), ("aa", a, Some("a"))]
+    for (i, (name, side, against)) in [("a", a, None), ("b", b, Some("a")), ("aa", a, Some("a"))]
         .into_iter()
         .enumerate()
     {
         lines.push(String::new());
         lines.push("[[scenario]]".into());
         lines.push(format!("name = \"{name}\""));
-        lines.push(format!("label = {}", toml_string(&cmd.join(" "))));
+        let label = match side {
+            Side::Command(cmd) => cmd.join(" "),
+            Side::Rev(rev) => format!("{} at {rev}", args.server),
+        };
+        lines.push(format!("label = {}", toml_string(&label)));
         if let Some(base) = against {
             lines.push(format!("against = \"{base}\""));
         }
-        lines.push(format!("path = {}", toml_string(&args.path)));
-        lines.push(ready.clone());
-        lines.push(format!("command = {}", list(cmd)));
+        match side {
+            Side::Command(cmd) => {
+                lines.push(format!("path = {}", toml_string(&args.path)));
+                lines.push(ready.clone());
+                lines.push(format!("command = {}", list(cmd)));
+            }
+            Side::Rev(rev) => {
+                let features: Vec<String> = args
+                    .features
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|f| !f.is_empty())
+                    .map(String::from)
+                    .collect();
+                lines.push(format!("server = {}", toml_string(&args.server)));
+                lines.push(format!("features = {}", list(&features)));
+                lines.push(format!("rev = {}", toml_string(rev)));
+            }
+        }
         if i < 2 {
             at[i] = lines.len();
         }
@@ -140,19 +180,32 @@ pub(super) fn run(a: Args) -> ExitCode {
             None => Err(format!("command {which} has an unclosed quote: {cmd}")),
         }
     };
-    let (cmd_a, cmd_b) = match (split("A", &a.cmd_a), split("B", &a.cmd_b)) {
-        (Ok(x), Ok(y)) => (x, y),
-        (Err(e), _) | (_, Err(e)) => {
+    let sides = match (&a.cmd_a, &a.cmd_b, a.revs.as_slice()) {
+        (Some(x), Some(y), []) => match (split("A", x), split("B", y)) {
+            (Ok(x), Ok(y)) => Ok((Side::Command(x), Side::Command(y))),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        },
+        (None, None, [x, y]) => Ok((Side::Rev(x.clone()), Side::Rev(y.clone()))),
+        (None, None, revs) => Err(format!(
+            "--rev takes two commits, A then B (--rev A --rev B), not {}",
+            revs.len()
+        )),
+        _ => Err("give two commands, or --rev A --rev B, not both".into()),
+    };
+    let (side_a, side_b) = match sides {
+        Ok(s) => s,
+        Err(e) => {
             eprintln!("shootout: ab: {e}");
             return ExitCode::from(2);
         }
     };
-    let (text, at) = scenario_text(&cmd_a, &cmd_b, &a);
+    let (text, at) = scenario_text(&side_a, &side_b, &a);
     let name = std::path::Path::new("ab.toml");
+    let what = if a.revs.is_empty() { "command" } else { "rev" };
     let which = |line: usize| match line {
-        l if l == at[0] => "command A: ",
-        l if l == at[1] => "command B: ",
-        _ => "",
+        l if l == at[0] => format!("{what} A: "),
+        l if l == at[1] => format!("{what} B: "),
+        _ => String::new(),
     };
     let file: ScenarioFile = match crate::config::parse::parse(name, &text) {
         Ok(f) => f,

@@ -73,7 +73,9 @@ pub(super) fn run(a: Args) -> ExitCode {
         .filter(|s| a.only.as_ref().is_none_or(|o| *o == s.name))
         .cloned()
         .collect();
-    if let Err(e) = crate::stack::command::preflight(&file.path, &rows) {
+    let checked = crate::stack::nginx::preflight(&file.path, &rows)
+        .and_then(|()| crate::stack::command::preflight(&file.path, &rows));
+    if let Err(e) = checked {
         eprintln!("shootout: {e}");
         return ExitCode::from(2);
     }

@@ -70,6 +70,94 @@ pub fn check_ranges(s: &Settings, err: &Err) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+/// The commit a twin is built at (`rev`), resolved in this repository.
+fn rev(
+    o: &Settings,
+    d: &Settings,
+    command: bool,
+    err: &Err,
+) -> Result<Option<crate::config::scenario::Rev>, ScenarioError> {
+    let rev = o.rev.as_ref().or(d.rev.as_ref());
+    let patch = o.patch.as_ref().or(d.patch.as_ref());
+    let at = match (rev, patch) {
+        (None, None) => return Ok(None),
+        (Some(r), _) => r.span().start,
+        (None, Some(p)) => p.span().start,
+    };
+    if command {
+        return Err(err(
+            at,
+            "rev and patch build a twin from this repository; a command row runs its own program"
+                .into(),
+        ));
+    }
+    let asked = rev.map_or_else(|| "HEAD".to_string(), |r| r.get_ref().clone());
+    let sha =
+        variants::rev::resolve(&variants::workspace_root(), &asked).map_err(|m| err(at, m))?;
+    let (patch, patch_shown) = match patch {
+        Some(p) => {
+            let shown = p.get_ref().clone();
+            let path = std::path::absolute(&shown).unwrap_or_else(|_| shown.clone().into());
+            if !path.is_file() {
+                return Err(err(p.span().start, format!("patch {shown:?}: no such file")));
+            }
+            let tree_patch = variants::rev::TreePatch::of(&path)
+                .map_err(|m| err(p.span().start, format!("patch {shown:?}: {m}")))?;
+            (Some(tree_patch), Some(shown))
+        }
+        None => (None, None),
+    };
+    Ok(Some(crate::config::scenario::Rev {
+        asked,
+        sha,
+        patch,
+        patch_shown,
+    }))
+}
+
+/// The row's own nginx template (`proxy_conf`): a readable file with the
+/// two addresses the runner fills in, and no `proxy` name beside it.
+fn proxy_conf(
+    o: &Settings,
+    d: &Settings,
+    err: &Err,
+) -> Result<Option<crate::config::scenario::ProxyConf>, ScenarioError> {
+    let Some(conf) = o.proxy_conf.as_ref().or(d.proxy_conf.as_ref()) else {
+        return Ok(None);
+    };
+    let at = conf.span().start;
+    if o.proxy
+        .as_deref()
+        .or(d.proxy.as_deref())
+        .is_some_and(|p| p != "none")
+    {
+        return Err(err(
+            at,
+            "set proxy (a config of nginx/) or proxy_conf (your own), not both".into(),
+        ));
+    }
+    let shown = conf.get_ref().clone();
+    let path = std::path::absolute(&shown).unwrap_or_else(|_| shown.clone().into());
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| err(at, format!("proxy_conf {shown:?}: {e}")))?;
+    for placeholder in ["{{LISTEN}}", "{{UPSTREAM}}"] {
+        if !text.contains(placeholder) {
+            return Err(err(
+                at,
+                format!(
+                    "proxy_conf {shown:?} has no {placeholder}: the runner fills in the address nginx \
+                     listens on and the server's (see nginx/proxy.conf)"
+                ),
+            ));
+        }
+    }
+    Ok(Some(crate::config::scenario::ProxyConf {
+        path,
+        shown,
+        line: err(at, String::new()).line,
+    }))
+}
+
 /// `[defaults]` may not set what belongs to one row.
 pub fn check_defaults(d: &Settings, err: &Err) -> Result<(), ScenarioError> {
     if let Some(n) = &d.name {
@@ -119,11 +207,15 @@ pub fn row(
         pick_duration(own.as_ref().or(def.as_ref()), fallback, zero_ok, err)
     };
     let request = o.request.or(d.request).unwrap_or(default_request(&command));
-    let proxy = o
-        .proxy
-        .clone()
-        .or_else(|| d.proxy.clone())
-        .filter(|p| p != "none");
+    let proxy_conf = proxy_conf(o, d, err)?;
+    let proxy = match &proxy_conf {
+        Some(c) => Some(c.shown.clone()),
+        None => o
+            .proxy
+            .clone()
+            .or_else(|| d.proxy.clone())
+            .filter(|p| p != "none"),
+    };
     let spin_ns = o.spin_ns.or(d.spin_ns);
     let log = o.log.or(d.log).unwrap_or(LogSink::None);
     let topology = o.topology.or(d.topology).unwrap_or(Topology::Loopback);
@@ -174,6 +266,8 @@ pub fn row(
         topology,
         link_delay: link_delay(o.link_delay.as_ref().or(d.link_delay.as_ref()), err)?,
         proxy,
+        proxy_conf,
+        rev: rev(o, d, command.is_some(), err)?,
         nginx_workers: pick(&o.nginx_workers, &d.nginx_workers).unwrap_or(1),
         log,
         log_level: o

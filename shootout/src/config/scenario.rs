@@ -239,6 +239,51 @@ impl Default for PairedSettings {
     }
 }
 
+/// A user's nginx config template (`proxy_conf = "path"`): its path from
+/// the runner's directory, as written, and the line that names it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProxyConf {
+    pub path: PathBuf,
+    pub shown: String,
+    pub line: usize,
+}
+
+/// The tree a twin is built from when it is not this one: a commit of
+/// this repository (`rev = "v0.1.0"`, as written and its full sha; HEAD
+/// when only `patch` is given), and a diff applied to it (`patch`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rev {
+    pub asked: String,
+    pub sha: String,
+    pub patch: Option<variants::rev::TreePatch>,
+    /// `patch` as written.
+    pub patch_shown: Option<String>,
+}
+
+impl Rev {
+    /// What the variant name carries after `@`: the commit (12 digits) and
+    /// the diff's name and contents (12 digits of its blob id).
+    pub fn tag(&self) -> String {
+        match (&self.patch, &self.patch_shown) {
+            (Some(p), Some(shown)) => {
+                let stem = std::path::Path::new(shown)
+                    .file_stem()
+                    .map_or_else(|| shown.clone(), |s| s.to_string_lossy().into_owned());
+                format!("{}+{stem}.{}", &self.sha[..12], &p.blob[..12])
+            }
+            _ => self.sha[..12].to_string(),
+        }
+    }
+
+    /// What records say of it: the full sha, and the diff with its blob id.
+    pub fn recorded(&self) -> String {
+        match (&self.patch, &self.patch_shown) {
+            (Some(p), Some(shown)) => format!("{} + {shown} (blob {})", self.sha, p.blob),
+            _ => self.sha.clone(),
+        }
+    }
+}
+
 /// One row, with every default applied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
@@ -252,8 +297,13 @@ pub struct Scenario {
     pub topology: Topology,
     /// netem delay asked for on netns rows.
     pub link_delay: Option<Duration>,
-    /// nginx config name under `nginx/` (e.g. `proxy`), or none.
+    /// nginx config name under `nginx/` (e.g. `proxy`), the user's
+    /// template as written (`proxy_conf`), or none.
     pub proxy: Option<String>,
+    /// The user's own nginx config template (`proxy_conf`).
+    pub proxy_conf: Option<ProxyConf>,
+    /// A twin built at another commit of this repository (`rev`).
+    pub rev: Option<Rev>,
     pub nginx_workers: usize,
     pub log: LogSink,
     pub log_level: String,
@@ -367,9 +417,10 @@ impl Scenario {
     /// `actix-server+global-counter+keepalive-os`: one build per distinct
     /// value; a command row's command line (`command: ./srv --port {port}`).
     pub fn variant(&self) -> String {
-        match &self.command {
-            Some(c) => format!("command: {}", c.shown()),
-            None => self.build_variant().name(),
+        match (&self.command, &self.rev) {
+            (Some(c), _) => format!("command: {}", c.shown()),
+            (None, Some(r)) => format!("{}@{}", self.build_variant().name(), r.tag()),
+            (None, None) => self.build_variant().name(),
         }
     }
 

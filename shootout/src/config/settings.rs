@@ -54,6 +54,14 @@ pub struct Settings {
     /// One-way delay added on the client's veth (netns rows; needs netem).
     pub link_delay: Option<Spanned<String>>,
     pub proxy: Option<String>,
+    /// The user's own nginx config template, in place of a config of
+    /// `nginx/` (`{{LISTEN}}` and `{{UPSTREAM}}` filled by the runner).
+    pub proxy_conf: Option<Spanned<String>>,
+    /// A twin built at this commit (sha, tag, branch) of this repository.
+    pub rev: Option<Spanned<String>>,
+    /// A diff applied to this repository's tree (at `rev`, or HEAD) before
+    /// the twin is built: another version of a dependency, say.
+    pub patch: Option<Spanned<String>>,
     pub nginx_workers: Option<Spanned<usize>>,
     pub log: Option<LogSink>,
     pub log_level: Option<String>,

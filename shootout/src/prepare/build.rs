@@ -30,7 +30,14 @@ pub fn server(
     profile: Profile,
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<PathBuf> {
-    builder(root, profile, stop)
+    let builder = builder(root, profile, stop);
+    let builder = match &s.rev {
+        Some(r) => builder
+            .at_rev(&r.sha, r.patch.as_ref())
+            .with_context(|| format!("building {}", s.variant()))?,
+        None => builder,
+    };
+    builder
         .server(&s.build_variant())
         .with_context(|| format!("building {}", s.variant()))
 }

@@ -52,6 +52,11 @@ pub struct ComparisonRecord {
     pub baseline: String,
     pub row_variant: String,
     pub base_variant: String,
+    /// The commits the row's and the base's twins were built at (`rev`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row_rev: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_rev: Option<String>,
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
     /// nginx's CPUs on the row and the base, where they have nginx.
@@ -225,6 +230,8 @@ impl ComparisonRecord {
             baseline: base.name.clone(),
             row_variant: row.variant(),
             base_variant: base.variant(),
+            row_rev: row.rev.as_ref().map(|r| r.recorded()),
+            base_rev: base.rev.as_ref().map(|r| r.recorded()),
             server_cpus: row.server_cpus.clone(),
             loadgen_cpus: row.loadgen_cpus.clone(),
             row_nginx_cpus: row.nginx_cpus(),

@@ -14,6 +14,9 @@ pub struct RowRecord {
     pub scenario: String,
     pub repetition: u32,
     pub variant: String,
+    /// The commit the twin was built at (`rev`), in full.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rev: Option<String>,
     pub topology: String,
     pub proxy: Option<String>,
     pub log: String,
@@ -108,6 +111,7 @@ impl RowRecord {
             scenario: s.name.clone(),
             repetition,
             variant: s.variant(),
+            rev: s.rev.as_ref().map(|r| r.recorded()),
             topology,
             proxy: s.proxy.clone(),
             // The name the scenario file uses ("ssh-terminal", "file"...).

@@ -165,16 +165,15 @@ impl Stack {
             twin: s.is_twin(),
             _dirs: vec![files],
         };
-        if let Some(name) = &s.proxy {
+        if let Some(template) = nginx::template(spec.root, s) {
             let dir = place.proxy.private_dir(&spec.tmp.join("nginx"))?;
             let proxy = nginx::Proxy {
-                name,
+                template: &template,
                 workers: s.nginx_workers,
                 cpus: s.nginx_cpus(),
             };
             let (proc_, listen) = nginx::start(
                 &place.proxy,
-                spec.root,
                 &proxy,
                 &dir,
                 place.proxy_ip,

@@ -2,27 +2,36 @@
 //! the foreground on its host. The system's nginx configuration is never read.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 
+use crate::config::scenario::{Scenario, ScenarioError};
 use crate::place::host::{Host, HostDir, Launch};
 use crate::place::running::Running;
 
-/// Fills the placeholders of `nginx/<name>.conf`.
+/// The template a row's nginx runs: the user's (`proxy_conf`), or
+/// `nginx/<name>.conf`.
+pub fn template(root: &Path, s: &Scenario) -> Option<PathBuf> {
+    match (&s.proxy_conf, &s.proxy) {
+        (Some(c), _) => Some(c.path.clone()),
+        (None, Some(name)) => Some(root.join("nginx").join(format!("{name}.conf"))),
+        (None, None) => None,
+    }
+}
+
+/// Fills the placeholders of the template at `path`.
 pub fn render(
-    root: &Path,
-    name: &str,
+    path: &Path,
     prefix: &Path,
     workers: usize,
     listen: SocketAddr,
     upstream: Option<SocketAddr>,
 ) -> anyhow::Result<String> {
-    let path = root.join("nginx").join(format!("{name}.conf"));
-    let template = std::fs::read_to_string(&path)
-        .with_context(|| format!("nginx config {name:?}: reading {}", path.display()))?;
+    let template = std::fs::read_to_string(path)
+        .with_context(|| format!("nginx config: reading {}", path.display()))?;
     Ok(template
         .replace("{{WORKERS}}", &workers.to_string())
         .replace("{{PREFIX}}", &prefix.display().to_string())
@@ -34,10 +43,10 @@ pub fn render(
         .replace("{{ACCESS_LOG}}", "off"))
 }
 
-/// The nginx a row runs: its config name under `nginx/`, its worker count
-/// and the CPUs it is pinned to (none: the scheduler's choice).
+/// The nginx a row runs: its config template, its worker count and the
+/// CPUs it is pinned to (none: the scheduler's choice).
 pub struct Proxy<'a> {
-    pub name: &'a str,
+    pub template: &'a Path,
     pub workers: usize,
     pub cpus: Option<String>,
 }
@@ -48,14 +57,13 @@ pub struct Proxy<'a> {
 /// connections there. Its error log goes to its stderr.
 pub fn start(
     host: &Host,
-    root: &Path,
     proxy: &Proxy,
     dir: &HostDir,
     ip: IpAddr,
     upstream: Option<SocketAddr>,
 ) -> anyhow::Result<(Running, SocketAddr)> {
     let Proxy {
-        name,
+        template,
         workers,
         ref cpus,
     } = *proxy;
@@ -65,7 +73,7 @@ pub fn start(
     let mut last = String::new();
     for _ in 0..5 {
         let listen = SocketAddr::new(ip, host.pick_port(ip)?);
-        let config = render(root, name, Path::new(prefix), workers, listen, upstream)?;
+        let config = render(template, Path::new(prefix), workers, listen, upstream)?;
         host.write_file(&conf, config.as_bytes())?;
         host.write_file(&format!("{prefix}/tmp/.keep"), b"")?;
         host.write_file(&format!("{prefix}/logs/.keep"), b"")?;
@@ -107,4 +115,62 @@ pub fn start(
         }
     }
     bail!("{}nginx did not start: {last}", host.prefix())
+}
+
+/// Each row's own nginx template (`proxy_conf`), rendered into a scratch
+/// prefix and checked with `nginx -t` (the arguments the run starts it
+/// with), before anything is built or started: a template nginx refuses is
+/// an error at the line that names it, in nginx's words.
+pub fn preflight(file: &Path, rows: &[Scenario]) -> Result<(), ScenarioError> {
+    let mut seen: Vec<&Path> = Vec::new();
+    for s in rows {
+        let Some(c) = &s.proxy_conf else { continue };
+        if seen.contains(&c.path.as_path()) {
+            continue;
+        }
+        seen.push(&c.path);
+        check(s, &c.path).map_err(|e| ScenarioError {
+            file: file.to_owned(),
+            line: c.line,
+            message: format!("{}: proxy_conf {:?}: {e:#}", s.name, c.shown),
+        })?;
+    }
+    Ok(())
+}
+
+fn check(s: &Scenario, template: &Path) -> anyhow::Result<()> {
+    crate::prepare::setup::ensure(&crate::prepare::setup::needs_of([s]))?;
+    let scratch = tempfile::tempdir().context("making a scratch prefix")?;
+    let prefix = scratch.path();
+    for d in ["tmp", "logs"] {
+        std::fs::create_dir_all(prefix.join(d))?;
+    }
+    let listen = SocketAddr::from(([127, 0, 0, 1], 8080));
+    let upstream = SocketAddr::from(([127, 0, 0, 1], 8081));
+    let config = render(template, prefix, s.nginx_workers, listen, Some(upstream))?;
+    let conf = prefix.join("nginx.conf");
+    std::fs::write(&conf, config)?;
+    let out = std::process::Command::new(crate::prepare::setup::nginx_binary()?)
+        .arg("-t")
+        .arg("-p")
+        .arg(prefix)
+        .arg("-c")
+        .arg(&conf)
+        .args(["-e", "stderr", "-g", "daemon off;"])
+        .stdin(Stdio::null())
+        .output()
+        .context("running nginx -t")?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&out.stderr);
+    let why = said
+        .lines()
+        .find(|l| l.contains("[emerg]") || l.contains("[alert]"))
+        .or_else(|| said.lines().find(|l| !l.trim().is_empty()))
+        .unwrap_or("no reason given")
+        .trim()
+        // nginx names the scratch copy; the template is what the user wrote.
+        .replace(&conf.display().to_string(), "the template");
+    bail!("nginx -t refuses it: {why}")
 }

@@ -17,6 +17,7 @@ mod command;
 mod memory_sinks;
 mod paired;
 mod refusals;
+mod revisions;
 mod sequential;
 mod sweep;
 
