@@ -99,7 +99,10 @@ fn rev(
             let shown = p.get_ref().clone();
             let path = std::path::absolute(&shown).unwrap_or_else(|_| shown.clone().into());
             if !path.is_file() {
-                return Err(err(p.span().start, format!("patch {shown:?}: no such file")));
+                return Err(err(
+                    p.span().start,
+                    format!("patch {shown:?}: no such file"),
+                ));
             }
             let tree_patch = variants::rev::TreePatch::of(&path)
                 .map_err(|m| err(p.span().start, format!("patch {shown:?}: {m}")))?;
@@ -113,6 +116,25 @@ fn rev(
         patch,
         patch_shown,
     }))
+}
+
+/// The row's nginx: a config of `nginx/` by name, or the user's own
+/// template (named in records by its path as written).
+fn proxy(
+    o: &Settings,
+    d: &Settings,
+    err: &Err,
+) -> Result<(Option<String>, Option<crate::config::scenario::ProxyConf>), ScenarioError> {
+    let conf = proxy_conf(o, d, err)?;
+    let proxy = match &conf {
+        Some(c) => Some(c.shown.clone()),
+        None => o
+            .proxy
+            .clone()
+            .or_else(|| d.proxy.clone())
+            .filter(|p| p != "none"),
+    };
+    Ok((proxy, conf))
 }
 
 /// The row's own nginx template (`proxy_conf`): a readable file with the
@@ -207,15 +229,7 @@ pub fn row(
         pick_duration(own.as_ref().or(def.as_ref()), fallback, zero_ok, err)
     };
     let request = o.request.or(d.request).unwrap_or(default_request(&command));
-    let proxy_conf = proxy_conf(o, d, err)?;
-    let proxy = match &proxy_conf {
-        Some(c) => Some(c.shown.clone()),
-        None => o
-            .proxy
-            .clone()
-            .or_else(|| d.proxy.clone())
-            .filter(|p| p != "none"),
-    };
+    let (proxy, proxy_conf) = proxy(o, d, err)?;
     let spin_ns = o.spin_ns.or(d.spin_ns);
     let log = o.log.or(d.log).unwrap_or(LogSink::None);
     let topology = o.topology.or(d.topology).unwrap_or(Topology::Loopback);

@@ -164,13 +164,41 @@ fn check(s: &Scenario, template: &Path) -> anyhow::Result<()> {
         return Ok(());
     }
     let said = String::from_utf8_lossy(&out.stderr);
-    let why = said
+    let line = said
         .lines()
         .find(|l| l.contains("[emerg]") || l.contains("[alert]"))
         .or_else(|| said.lines().find(|l| !l.trim().is_empty()))
-        .unwrap_or("no reason given")
-        .trim()
-        // nginx names the scratch copy; the template is what the user wrote.
-        .replace(&conf.display().to_string(), "the template");
-    bail!("nginx -t refuses it: {why}")
+        .unwrap_or("no reason given");
+    bail!("nginx -t refuses it: {}", nginx_reason(line, &conf))
+}
+
+/// nginx's reason without its date, level and pid (`2026/12/05 17:55:40
+/// [emerg] 251#251: unknown directive "x" in /tmp/…/nginx.conf:16`), the
+/// scratch copy named as the template (rendering keeps its lines).
+fn nginx_reason(line: &str, conf: &Path) -> String {
+    let reason = line
+        .split_once("]")
+        .map(|(_, rest)| rest.split_once(": ").map_or(rest, |(_, r)| r))
+        .unwrap_or(line)
+        .trim();
+    reason.replace(
+        &format!(" in {}:", conf.display()),
+        " at the template's line ",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nginx_reasons_lose_their_date_and_pid_and_name_the_template() {
+        let conf = Path::new("/tmp/x/nginx.conf");
+        let line = "2026/12/05 17:55:40 [emerg] 25145#25145: unknown directive \"no_such\" in /tmp/x/nginx.conf:16";
+        assert_eq!(
+            nginx_reason(line, conf),
+            "unknown directive \"no_such\" at the template's line 16"
+        );
+        assert_eq!(nginx_reason("plain words", conf), "plain words");
+    }
 }

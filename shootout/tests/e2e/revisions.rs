@@ -151,3 +151,38 @@ fn a_proxy_row_runs_the_users_nginx_template_and_a_bad_one_is_refused_at_its_lin
     );
     assert!(leftovers(bad_out.path()).is_empty());
 }
+
+/// `patch` and `rev` refused at their line, exit 2, before anything is
+/// built: a diff that is not there, a commit the repository lacks, and
+/// either on a command row.
+#[test]
+fn bad_revs_and_patches_are_refused_at_their_line() {
+    let dir = tempfile::tempdir_in(target_dir()).unwrap();
+    let head = "[defaults]\nconnections = 4\n\n[[scenario]]\nname = \"r\"\n";
+    for (row, says) in [
+        (
+            "server = \"ntex\"\npatch = \"patches/no-such.diff\"\n",
+            "patch \"patches/no-such.diff\": no such file",
+        ),
+        (
+            "server = \"ntex\"\nrev = \"no-such-commit-here\"\n",
+            "is not a commit of this repository",
+        ),
+        (
+            "command = [\"sh\", \"{port}\"]\nrev = \"HEAD\"\n",
+            "a command row runs its own program",
+        ),
+    ] {
+        let f = dir.path().join("bad.toml");
+        std::fs::write(&f, format!("{head}{row}")).unwrap();
+        let r = Ran::new(&["run", f.to_str().unwrap()], dir.path());
+        assert_eq!(r.status.code(), Some(2), "{row}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("{}:7:", f.display())),
+            "{row}: {}",
+            r.stderr
+        );
+        assert!(r.stderr.contains(says), "{says}: {}", r.stderr);
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    }
+}
