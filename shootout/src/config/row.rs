@@ -91,9 +91,12 @@ fn rev(
                 .into(),
         ));
     }
-    let asked = rev.map_or_else(|| "HEAD".to_string(), |r| r.get_ref().clone());
-    let sha =
-        variants::rev::resolve(&variants::workspace_root(), &asked).map_err(|m| err(at, m))?;
+    let asked = rev.map(|r| r.get_ref().clone());
+    let sha = variants::rev::resolve(
+        &variants::workspace_root(),
+        asked.as_deref().unwrap_or("HEAD"),
+    )
+    .map_err(|m| err(at, m))?;
     let (patch, patch_shown) = match patch {
         Some(p) => {
             let shown = p.get_ref().clone();

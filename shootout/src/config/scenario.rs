@@ -253,7 +253,9 @@ pub struct ProxyConf {
 /// when only `patch` is given), and a diff applied to it (`patch`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rev {
-    pub asked: String,
+    /// The `rev` as written; none when only `patch` is given (the tree at
+    /// HEAD: this tree, as the rows without either are).
+    pub asked: Option<String>,
     pub sha: String,
     pub patch: Option<variants::rev::TreePatch>,
     /// `patch` as written.
@@ -261,18 +263,24 @@ pub struct Rev {
 }
 
 impl Rev {
-    /// What the variant name carries after `@`: the commit (12 digits) and
-    /// the diff's name and contents (12 digits of its blob id).
+    /// What the variant name carries: `@` and the commit (12 digits) when
+    /// `rev` names one, and `+` the diff's name and contents (12 digits of
+    /// its blob id). A `patch` alone is this tree with the diff, so, as a
+    /// row without either, its name does not change with each commit: its
+    /// comparisons gather sittings in the history as the others do.
     pub fn tag(&self) -> String {
-        match (&self.patch, &self.patch_shown) {
-            (Some(p), Some(shown)) => {
-                let stem = std::path::Path::new(shown)
-                    .file_stem()
-                    .map_or_else(|| shown.clone(), |s| s.to_string_lossy().into_owned());
-                format!("{}+{stem}.{}", &self.sha[..12], &p.blob[..12])
-            }
-            _ => self.sha[..12].to_string(),
+        let mut tag = String::new();
+        if self.asked.is_some() {
+            tag.push('@');
+            tag.push_str(&self.sha[..12]);
         }
+        if let (Some(p), Some(shown)) = (&self.patch, &self.patch_shown) {
+            let stem = std::path::Path::new(shown)
+                .file_stem()
+                .map_or_else(|| shown.clone(), |s| s.to_string_lossy().into_owned());
+            tag.push_str(&format!("+{stem}.{}", &p.blob[..12]));
+        }
+        tag
     }
 
     /// What records say of it: the full sha, and the diff with its blob id.
@@ -419,7 +427,7 @@ impl Scenario {
     pub fn variant(&self) -> String {
         match (&self.command, &self.rev) {
             (Some(c), _) => format!("command: {}", c.shown()),
-            (None, Some(r)) => format!("{}@{}", self.build_variant().name(), r.tag()),
+            (None, Some(r)) => format!("{}{}", self.build_variant().name(), r.tag()),
             (None, None) => self.build_variant().name(),
         }
     }
@@ -594,4 +602,30 @@ pub fn load_text(
         out += &format!(", {r}/s");
     }
     out
+}
+
+#[cfg(test)]
+mod rev_tests {
+    use super::Rev;
+
+    #[test]
+    fn a_revs_tag_names_the_commit_only_when_rev_names_one() {
+        let sha = "079850cb0746b63bd4ea2db1b1fe12b7ca11600b".to_string();
+        let patch = Some(variants::rev::TreePatch {
+            path: "/w/patches/x.diff".into(),
+            blob: "2d922fe24e1d0000000000000000000000000000".into(),
+        });
+        let rev = |asked: Option<&str>, patch: Option<variants::rev::TreePatch>| Rev {
+            asked: asked.map(String::from),
+            sha: sha.clone(),
+            patch_shown: patch.as_ref().map(|_| "patches/x.diff".to_string()),
+            patch,
+        };
+        assert_eq!(rev(Some("v0.1.0"), None).tag(), "@079850cb0746");
+        assert_eq!(rev(None, patch.clone()).tag(), "+x.2d922fe24e1d");
+        assert_eq!(
+            rev(Some("v0.1.0"), patch).tag(),
+            "@079850cb0746+x.2d922fe24e1d"
+        );
+    }
 }
