@@ -30,8 +30,10 @@ pub fn render(
     listen: SocketAddr,
     upstream: Option<SocketAddr>,
 ) -> anyhow::Result<String> {
-    let template = std::fs::read_to_string(path)
-        .with_context(|| format!("nginx config: reading {}", path.display()))?;
+    let template = std::fs::read_to_string(path).with_context(|| {
+        let name = path.file_stem().unwrap_or_default().to_string_lossy();
+        format!("nginx config {name:?}: reading {}", path.display())
+    })?;
     Ok(template
         .replace("{{WORKERS}}", &workers.to_string())
         .replace("{{PREFIX}}", &prefix.display().to_string())
