@@ -19,8 +19,22 @@ use crate::slow::SlowConfig;
 #[command(name = "loadgen", version)]
 #[command(group(ArgGroup::new("body_source").args(["body", "body_file", "body_hex"])))]
 pub struct Args {
-    /// Target URL (http only), e.g. http://127.0.0.1:8080/
+    /// Target URL, e.g. http://127.0.0.1:8080/ or https://localhost:8443/
     pub url: String,
+
+    /// https: trust the CAs in this PEM file instead of the system's.
+    #[arg(long, value_name = "PEM")]
+    pub ca_file: Option<PathBuf>,
+
+    /// https: accept any certificate (a self-signed one on a test host).
+    #[arg(long, conflicts_with = "ca_file")]
+    pub insecure: bool,
+
+    /// Close each connection after this many answers and open a new one
+    /// (connection churn); new connections are counted per interval.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..),
+          conflicts_with_all = ["hold", "slowloris"])]
+    pub requests_per_connection: Option<u64>,
 
     /// Connections to keep open.
     #[arg(short = 'c', long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
@@ -225,7 +239,11 @@ impl Args {
             headers: self.headers.clone(),
             body,
         };
-        Ok((Target::new(&self.url, &spec)?, head_only))
+        let trust = crate::tls::Trust {
+            ca_file: self.ca_file.as_deref(),
+            insecure: self.insecure,
+        };
+        Ok((Target::trusting(&self.url, &spec, &trust)?, head_only))
     }
 
     /// The `--slowloris` run these arguments describe.
@@ -239,6 +257,9 @@ impl Args {
             ));
         }
         let (target, _) = self.target()?;
+        if target.tls.is_some() {
+            return Err(UsageError("--slowloris speaks plain http only".into()));
+        }
         Ok(SlowConfig {
             target,
             connections: self.connections as usize,
@@ -257,6 +278,9 @@ impl Args {
             return Err(UsageError("--warmup has no meaning with --hold".into()));
         }
         let (target, head_only) = self.target()?;
+        if target.tls.is_some() {
+            return Err(UsageError("--hold speaks plain http only".into()));
+        }
         Ok(HoldConfig {
             target,
             connections: self.connections as usize,
@@ -328,6 +352,7 @@ impl Args {
             spin_before: self.spin_before,
             start_at,
             gate,
+            requests_per_connection: self.requests_per_connection,
         })
     }
 }

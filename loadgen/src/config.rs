@@ -58,6 +58,9 @@ pub struct Config {
     /// Closed model: send only in one half of every turn period
     /// (`--active-half`, `--turn`; see [`crate::gate`]).
     pub gate: Option<Gate>,
+    /// Connection churn (`--requests-per-connection`): each connection
+    /// closes after this many answers and a new one takes its place.
+    pub requests_per_connection: Option<u64>,
 }
 
 impl Config {
@@ -79,6 +82,7 @@ impl Config {
             spin_before: Duration::ZERO,
             start_at: None,
             gate: None,
+            requests_per_connection: None,
         }
     }
 

@@ -21,6 +21,7 @@ pub mod schedule;
 pub mod slow;
 pub mod stats;
 pub mod timer;
+pub mod tls;
 pub mod worker;
 
 pub use config::{Config, Model, Sched};

@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 use crate::stats::{ErrorKind, Stats};
 
 /// One line of jsonl output.
+// One record a line, read or written one at a time: the summary's size
+// costs nothing a box would save.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Record {
@@ -160,6 +163,9 @@ pub struct Errors {
     pub timeout: u64,
     pub parse: u64,
     pub closed: u64,
+    /// TLS handshakes that failed (absent in logs written before https).
+    #[serde(default)]
+    pub tls: u64,
 }
 
 impl Errors {
@@ -172,11 +178,12 @@ impl Errors {
             timeout: e(ErrorKind::Timeout),
             parse: e(ErrorKind::Parse),
             closed: e(ErrorKind::Closed),
+            tls: e(ErrorKind::Tls),
         }
     }
 
     pub fn total(&self) -> u64 {
-        self.connect + self.read + self.write + self.timeout + self.parse + self.closed
+        self.connect + self.read + self.write + self.timeout + self.parse + self.closed + self.tls
     }
 }
 
@@ -236,6 +243,14 @@ pub struct IntervalRecord {
     /// error); reopened.
     #[serde(default)]
     pub server_closed_idle: u64,
+    /// Connections established in this interval (with https, once their
+    /// handshake ended): churn shows here.
+    #[serde(default)]
+    pub connects: u64,
+    /// https: TLS handshakes that ended in this interval, and their mean
+    /// time in µs from the connect's start (absent over plain http).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshakes: Option<Handshakes>,
     /// 2xx responses since the start, warm-up included.
     pub total_ok: u64,
     /// Seconds since the start of the run at the end of this interval.
@@ -250,6 +265,28 @@ pub struct IntervalRecord {
     /// requests left (µs); absent in the closed model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_lateness_us: Option<IntervalLatency>,
+}
+
+/// TLS handshakes over a span: how many ended, their mean time (µs, from
+/// the connect's start).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Handshakes {
+    pub count: u64,
+    pub mean_us: f64,
+}
+
+impl Handshakes {
+    /// Over https: the count and mean; none over plain http.
+    fn of(stats: &Stats, https: bool) -> Option<Handshakes> {
+        https.then(|| Handshakes {
+            count: stats.handshakes,
+            mean_us: if stats.handshakes == 0 {
+                0.0
+            } else {
+                stats.handshake_us as f64 / stats.handshakes as f64
+            },
+        })
+    }
 }
 
 /// Latency of one interval's responses, microseconds (0 when there were none).
@@ -291,6 +328,8 @@ impl IntervalRecord {
             errors: Errors::from_stats(stats),
             late: stats.late,
             server_closed_idle: stats.idle_closed_total(),
+            connects: stats.connects,
+            handshakes: Handshakes::of(stats, head.https),
             total_ok,
             elapsed_s: head.elapsed_s,
             latency_us: IntervalLatency {
@@ -351,6 +390,8 @@ pub struct IntervalHead {
     pub length_ms: f64,
     pub elapsed_s: f64,
     pub warmup: bool,
+    /// The run speaks https: its records count handshakes, none or not.
+    pub https: bool,
 }
 
 /// Latency over the measured part of the run, microseconds.
@@ -383,6 +424,17 @@ pub struct SummaryRecord {
     pub errors: Errors,
     pub late: u64,
     pub reconnects: u64,
+    /// Connections established (see the interval records).
+    #[serde(default)]
+    pub connects: u64,
+    /// https: handshakes that ended and their mean time (µs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshakes: Option<Handshakes>,
+    /// https: the TLS version and cipher suite agreed on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_cipher: Option<String>,
     /// Idle connections the server ended (reopened; not errors) ...
     #[serde(default)]
     pub server_closed_idle: u64,
@@ -493,6 +545,11 @@ impl SummaryRecord {
             errors: Errors::from_stats(stats),
             late: stats.late,
             reconnects: stats.reconnects,
+            connects: stats.connects,
+            // The collector puts the run's first agreement in `tls`.
+            handshakes: Handshakes::of(stats, stats.tls.is_some()),
+            tls_version: stats.tls.map(|(v, _)| v.to_string()),
+            tls_cipher: stats.tls.map(|(_, c)| c.to_string()),
             server_closed_idle: stats.idle_closed_total(),
             server_closed_idle_status: by_status(&stats.idle_closed[..], "none"),
             bytes_read: stats.bytes_read,
@@ -602,6 +659,7 @@ mod tests {
             length_ms: 1000.6,
             elapsed_s: 4.0,
             warmup: true,
+            https: false,
         };
         let rec = IntervalRecord::new(head, &stats, 5000, Some("a"));
         let line = rec.text_line();

@@ -3,6 +3,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 
 use crate::exit::UsageError;
+use crate::tls::{Tls, Trust};
 
 /// Where to connect and what to send.
 #[derive(Debug, Clone)]
@@ -12,6 +13,8 @@ pub struct Target {
     pub request: Vec<u8>,
     /// The URL, for messages.
     pub url: String,
+    /// `https://`: how the connections speak TLS.
+    pub tls: Option<Tls>,
 }
 
 /// What goes into the request.
@@ -23,21 +26,33 @@ pub struct RequestSpec {
 }
 
 impl Target {
-    /// Parses the URL, resolves the host and serialises the request.
+    /// Parses the URL, resolves the host and serialises the request; an
+    /// `https://` URL trusts the system's CAs.
     pub fn new(url: &str, spec: &RequestSpec) -> Result<Target, UsageError> {
+        Target::trusting(url, spec, &Trust::default())
+    }
+
+    /// As [`Target::new`], an `https://` URL trusting what `trust` says.
+    pub fn trusting(url: &str, spec: &RequestSpec, trust: &Trust) -> Result<Target, UsageError> {
         let parsed =
             url::Url::parse(url).map_err(|e| UsageError(format!("bad URL {url:?}: {e}")))?;
-        if parsed.scheme() != "http" {
-            return Err(UsageError(format!(
-                "unsupported scheme {:?} in {url}: loadgen speaks plain http",
-                parsed.scheme()
-            )));
-        }
+        let https = match parsed.scheme() {
+            "http" => false,
+            "https" => true,
+            other => {
+                return Err(UsageError(format!(
+                    "unsupported scheme {other:?} in {url}: loadgen speaks http and https"
+                )))
+            }
+        };
         let host = parsed
             .host_str()
             .ok_or_else(|| UsageError(format!("bad URL {url:?}: no host")))?;
-        let port = parsed.port_or_known_default().unwrap_or(80);
+        let port = parsed
+            .port_or_known_default()
+            .unwrap_or(if https { 443 } else { 80 });
         let bare_host = host.trim_start_matches('[').trim_end_matches(']');
+        let tls = https.then(|| Tls::client(bare_host, trust)).transpose()?;
         let addr = (bare_host, port)
             .to_socket_addrs()
             .map_err(|e| UsageError(format!("cannot resolve host {host:?}: {e}")))?
@@ -58,6 +73,7 @@ impl Target {
             addr,
             request,
             url: url.to_string(),
+            tls,
         })
     }
 }
@@ -137,7 +153,7 @@ mod tests {
     #[test]
     fn refuses_bad_targets() {
         for (url, needle) in [
-            ("https://127.0.0.1/", "unsupported scheme"),
+            ("ftp://127.0.0.1/", "unsupported scheme"),
             ("127.0.0.1:80", "bad URL"),
             ("http//x", "bad URL"),
             ("http://no-such-host.invalid/", "cannot resolve"),
@@ -146,5 +162,27 @@ mod tests {
             assert!(err.0.contains(needle), "{url}: {err}");
         }
         assert!(Target::new("http://127.0.0.1/", &spec("get", None)).is_err());
+    }
+
+    #[test]
+    fn https_targets_speak_tls_to_port_443_by_default() {
+        let trust = Trust {
+            ca_file: None,
+            insecure: true,
+        };
+        let t = Target::trusting("https://localhost/", &spec("GET", None), &trust).unwrap();
+        assert_eq!(t.addr.port(), 443);
+        let tls = t.tls.unwrap();
+        assert_eq!(tls.config.alpn_protocols, vec![b"http/1.1".to_vec()]);
+        let missing = Trust {
+            ca_file: Some(std::path::Path::new("/no/such/ca.pem")),
+            insecure: false,
+        };
+        let err = Target::trusting("https://localhost/", &spec("GET", None), &missing).unwrap_err();
+        assert!(err.0.contains("--ca-file /no/such/ca.pem"), "{err}");
+        assert!(Target::new("http://localhost/", &spec("GET", None))
+            .unwrap()
+            .tls
+            .is_none());
     }
 }

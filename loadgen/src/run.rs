@@ -138,6 +138,8 @@ struct Collector<'a> {
     measured: Stats,
     measured_ms: f64,
     measured_intervals: u64,
+    /// https: the TLS version and cipher suite the first handshake agreed on.
+    tls: Option<(&'static str, &'static str)>,
 }
 
 impl<'a> Collector<'a> {
@@ -160,6 +162,7 @@ impl<'a> Collector<'a> {
             measured: Stats::default(),
             measured_ms: 0.0,
             measured_intervals: 0,
+            tls: None,
         }
     }
 
@@ -251,7 +254,9 @@ impl<'a> Collector<'a> {
             length_ms,
             elapsed_s: end.duration_since(self.start).as_secs_f64(),
             warmup,
+            https: self.config.target.tls.is_some(),
         };
+        self.tls = self.tls.or(stats.tls);
         let record = IntervalRecord::new(head, stats, self.total_ok, self.config.shard.as_deref());
         if !warmup {
             self.measured.merge(stats);
@@ -261,7 +266,10 @@ impl<'a> Collector<'a> {
         sink.interval(&record).map_err(RunError::Output)
     }
 
-    fn summary(&self) -> SummaryRecord {
+    fn summary(&mut self) -> SummaryRecord {
+        // The TLS agreement, from whichever interval's handshakes made it
+        // (the warm-up's too).
+        self.measured.tls = self.tls;
         SummaryRecord::new(
             &self.measured,
             self.measured_ms / 1000.0,

@@ -18,16 +18,20 @@ pub enum ErrorKind {
     Timeout,
     Parse,
     Closed,
+    /// A TLS handshake that failed: a certificate refused, a protocol
+    /// error, a peer that closed in the middle of it.
+    Tls,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 6] = [
+    pub const ALL: [ErrorKind; 7] = [
         ErrorKind::Connect,
         ErrorKind::Read,
         ErrorKind::Write,
         ErrorKind::Timeout,
         ErrorKind::Parse,
         ErrorKind::Closed,
+        ErrorKind::Tls,
     ];
 
     pub fn name(self) -> &'static str {
@@ -38,6 +42,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::Parse => "parse",
             ErrorKind::Closed => "closed",
+            ErrorKind::Tls => "tls",
         }
     }
 }
@@ -48,12 +53,20 @@ pub struct Stats {
     /// Responses per status code (index = code, 100..=599).
     pub status: Box<[u64; 600]>,
     /// Errors per [`ErrorKind`], in `ErrorKind::ALL` order.
-    pub errors: [u64; 6],
+    pub errors: [u64; 7],
     /// Requests whose intended send time passed while their connection was
     /// still busy (open model only).
     pub late: u64,
     /// Connections re-opened after the server closed one (`Connection: close`).
     pub reconnects: u64,
+    /// Connections established (with https, once their handshake ended).
+    pub connects: u64,
+    /// TLS handshakes that ended, and their time in all (µs, from the
+    /// connect's start).
+    pub handshakes: u64,
+    pub handshake_us: u64,
+    /// The TLS version and cipher suite the first handshake agreed on.
+    pub tls: Option<(&'static str, &'static str)>,
     pub bytes_read: u64,
     /// Latency of every response, in microseconds.
     pub latency_us: Histogram<u64>,
@@ -75,9 +88,13 @@ impl Default for Stats {
     fn default() -> Self {
         Stats {
             status: Box::new([0; 600]),
-            errors: [0; 6],
+            errors: [0; 7],
             late: 0,
             reconnects: 0,
+            connects: 0,
+            handshakes: 0,
+            handshake_us: 0,
+            tls: None,
             bytes_read: 0,
             latency_us: new_histogram(),
             send_lateness_us: new_histogram(),
@@ -132,6 +149,10 @@ impl Stats {
         }
         self.late += other.late;
         self.reconnects += other.reconnects;
+        self.connects += other.connects;
+        self.handshakes += other.handshakes;
+        self.handshake_us += other.handshake_us;
+        self.tls = self.tls.or(other.tls);
         self.bytes_read += other.bytes_read;
         self.latency_us
             .add(&other.latency_us)
@@ -158,9 +179,13 @@ impl Stats {
     pub fn reset(&mut self) {
         self.status.fill(0);
         self.idle_closed.fill(0);
-        self.errors = [0; 6];
+        self.errors = [0; 7];
         self.late = 0;
         self.reconnects = 0;
+        self.connects = 0;
+        self.handshakes = 0;
+        self.handshake_us = 0;
+        self.tls = None;
         self.bytes_read = 0;
         self.latency_us.reset();
         self.send_lateness_us.reset();

@@ -146,8 +146,17 @@ fn open_model_records_carry_send_lateness() {
 fn bad_input_is_one_line_and_exit_2() {
     for args in [
         &["not a url"][..],
-        &["https://127.0.0.1/"],
         &["ftp://127.0.0.1/"],
+        &["--ca-file", "/nonexistent/ca.pem", "https://127.0.0.1:1/"],
+        &["--ca-file", "/etc/hostname", "https://127.0.0.1:1/"],
+        &[
+            "--insecure",
+            "--ca-file",
+            "/etc/hostname",
+            "https://127.0.0.1:1/",
+        ],
+        &["--hold", "1s", "--insecure", "https://127.0.0.1:1/"],
+        &["--requests-per-connection", "0", "http://127.0.0.1:1/"],
         &["http://no-such-host.invalid/"],
         &["-c", "0", "http://127.0.0.1:1/"],
         &["--rate", "0", "http://127.0.0.1:1/"],

@@ -11,8 +11,10 @@ use std::time::Instant;
 
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
+use rustls::ClientConnection;
 
 use crate::response::ResponseParser;
+use crate::tls::Tls;
 
 const READ_BUF: usize = 4096;
 
@@ -32,11 +34,15 @@ pub(super) enum Phase {
 
 /// How a connect stands after the socket reported an event.
 pub(super) enum Connect {
-    /// Connected: requests may go.
+    /// Connected (with https, its handshake ended): requests may go.
     Done,
     /// Not yet.
     Pending,
+    /// The TCP connect failed.
     Failed,
+    /// The TLS handshake failed: a certificate refused, a protocol error,
+    /// a peer that closed in the middle of it.
+    Refused,
 }
 
 /// How a write of the batch ended.
@@ -49,8 +55,10 @@ pub(super) enum Wrote {
 
 /// What one read gave.
 pub(super) enum Filled {
-    /// `n` bytes, into a buffer that had room for `space`.
-    Read { n: usize, space: usize },
+    /// `n` bytes; `drained`: the socket has nothing more now (plain http:
+    /// a read that did not fill the buffer, see the worker's opening
+    /// comment; https: never said, read again until `Drained`).
+    Read { n: usize, drained: bool },
     /// The peer closed.
     Eof,
     /// Nothing to read now.
@@ -59,8 +67,37 @@ pub(super) enum Filled {
     Failed,
 }
 
+/// A connection's socket: plain, or under TLS.
+enum Transport {
+    Plain(TcpStream),
+    Tls(Box<TlsStream>),
+}
+
+struct TlsStream {
+    sock: TcpStream,
+    tls: ClientConnection,
+    /// The TCP connect has finished (the handshake may still run).
+    tcp_up: bool,
+}
+
+impl Transport {
+    fn sock(&self) -> &TcpStream {
+        match self {
+            Transport::Plain(s) => s,
+            Transport::Tls(t) => &t.sock,
+        }
+    }
+
+    fn sock_mut(&mut self) -> &mut TcpStream {
+        match self {
+            Transport::Plain(s) => s,
+            Transport::Tls(t) => &mut t.sock,
+        }
+    }
+}
+
 pub(super) struct Conn {
-    stream: Option<TcpStream>,
+    stream: Option<Transport>,
     pub phase: Phase,
     /// Generation, bumped on reconnect, so stale timers are ignored.
     pub gen: u64,
@@ -68,6 +105,8 @@ pub(super) struct Conn {
     start: usize,
     end: usize,
     pub parser: ResponseParser,
+    /// Answers on this connection (churn closes it after enough).
+    pub answered: u64,
     /// Requests written or being written and not yet answered.
     pub outstanding: usize,
     /// Bytes of the current batch written so far.
@@ -98,6 +137,7 @@ impl Conn {
             start: 0,
             end: 0,
             parser: ResponseParser::new(head_only),
+            answered: 0,
             outstanding: 0,
             written: 0,
             sent_at: start,
@@ -109,14 +149,16 @@ impl Conn {
         }
     }
 
-    /// Starts a new connection to `addr`, registered once, edge-triggered,
-    /// for both directions. On `Err` the connection has no socket.
+    /// Starts a new connection to `addr` (under TLS when `tls` is given),
+    /// registered once, edge-triggered, for both directions. On `Err` the
+    /// connection has no socket.
     pub fn open(
         &mut self,
         registry: &Registry,
         token: Token,
         addr: SocketAddr,
         head_only: bool,
+        tls: Option<&Tls>,
     ) -> io::Result<()> {
         self.gen += 1;
         self.start = 0;
@@ -125,18 +167,50 @@ impl Conn {
         self.outstanding = 0;
         self.written = 0;
         self.reused = false;
+        self.answered = 0;
         self.connect_started = Instant::now();
         let mut stream = TcpStream::connect(addr)?;
         registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
-        self.stream = Some(stream);
+        self.stream = Some(match tls {
+            None => Transport::Plain(stream),
+            Some(t) => {
+                let tls = ClientConnection::new(t.config.clone(), t.name.clone())
+                    .map_err(io::Error::other)?;
+                Transport::Tls(Box::new(TlsStream {
+                    sock: stream,
+                    tls,
+                    tcp_up: false,
+                }))
+            }
+        });
         self.phase = Phase::Connecting;
         Ok(())
+    }
+
+    /// The TLS version and cipher suite a finished handshake agreed on.
+    pub fn agreed(&self) -> Option<(&'static str, &'static str)> {
+        let Some(Transport::Tls(t)) = &self.stream else {
+            return None;
+        };
+        let version = t.tls.protocol_version()?.as_str()?;
+        let suite = t.tls.negotiated_cipher_suite()?.suite().as_str()?;
+        Some((version, suite))
+    }
+
+    /// Connected over TCP, the TLS handshake still under way.
+    pub fn in_handshake(&self) -> bool {
+        matches!(&self.stream, Some(Transport::Tls(t)) if t.tcp_up)
+    }
+
+    /// The connection speaks TLS.
+    pub fn is_tls(&self) -> bool {
+        matches!(self.stream, Some(Transport::Tls(_)))
     }
 
     /// Drops the socket, if any.
     pub fn close(&mut self, registry: &Registry) {
         if let Some(mut stream) = self.stream.take() {
-            let _ = registry.deregister(&mut stream);
+            let _ = registry.deregister(stream.sock_mut());
         }
     }
 
@@ -146,46 +220,75 @@ impl Conn {
         self.stream = None;
     }
 
-    /// Whether the connect has finished, after a writable event.
+    /// Whether the connect (and with https the handshake, as far as the
+    /// socket lets it go now) has finished, after any event.
     pub fn finish_connect(&mut self) -> Connect {
-        let Some(stream) = self.stream.as_ref() else {
+        let Some(stream) = self.stream.as_mut() else {
             return Connect::Pending;
         };
-        match stream.take_error() {
+        if let Transport::Tls(t) = stream {
+            if t.tcp_up {
+                return handshake(t);
+            }
+        }
+        let sock = stream.sock();
+        match sock.take_error() {
             Ok(None) => {}
             _ => return Connect::Failed,
         }
-        match stream.peer_addr() {
+        match sock.peer_addr() {
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotConnected => return Connect::Pending,
             Err(_) => return Connect::Failed,
         }
-        let _ = stream.set_nodelay(true);
-        Connect::Done
-    }
-
-    /// A refused connect shows up as readable with an error.
-    pub fn connect_refused(&self) -> bool {
-        self.stream
-            .as_ref()
-            .is_some_and(|s| matches!(s.take_error(), Ok(Some(_)) | Err(_)))
-    }
-
-    /// Writes what is left of `batch` (from `written`).
-    pub fn write(&mut self, batch: &[u8]) -> Wrote {
-        let Some(stream) = self.stream.as_mut() else {
-            return Wrote::Sent;
-        };
-        while self.written < batch.len() {
-            match stream.write(&batch[self.written..]) {
-                Ok(0) => return Wrote::Failed,
-                Ok(n) => self.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Wrote::Sent,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return Wrote::Failed,
+        let _ = sock.set_nodelay(true);
+        match stream {
+            Transport::Plain(_) => Connect::Done,
+            Transport::Tls(t) => {
+                t.tcp_up = true;
+                handshake(t)
             }
         }
-        Wrote::Sent
+    }
+
+    /// Bytes of the request, or of TLS records, are still to be written.
+    pub fn has_unsent(&self, batch_len: usize) -> bool {
+        self.written < batch_len
+            || matches!(&self.stream, Some(Transport::Tls(t)) if t.tls.wants_write())
+    }
+
+    /// Writes what is left of `batch` (from `written`); with https, what
+    /// TLS holds of it too.
+    pub fn write(&mut self, batch: &[u8]) -> Wrote {
+        match self.stream.as_mut() {
+            None => Wrote::Sent,
+            Some(Transport::Plain(sock)) => {
+                while self.written < batch.len() {
+                    match sock.write(&batch[self.written..]) {
+                        Ok(0) => return Wrote::Failed,
+                        Ok(n) => self.written += n,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Wrote::Sent,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(_) => return Wrote::Failed,
+                    }
+                }
+                Wrote::Sent
+            }
+            Some(Transport::Tls(t)) => loop {
+                while self.written < batch.len() {
+                    match t.tls.writer().write(&batch[self.written..]) {
+                        Ok(0) => break,
+                        Ok(n) => self.written += n,
+                        Err(_) => return Wrote::Failed,
+                    }
+                }
+                match flush(t) {
+                    Flushed::All if self.written < batch.len() => continue,
+                    Flushed::All | Flushed::Blocked => return Wrote::Sent,
+                    Flushed::Failed => return Wrote::Failed,
+                }
+            },
+        }
     }
 
     /// One read into the buffer, which first makes room: moves unparsed
@@ -205,18 +308,25 @@ impl Conn {
             }
         }
         let space = self.buf.len() - self.end;
-        loop {
-            return Some(match stream.read(&mut self.buf[self.end..]) {
-                Ok(0) => Filled::Eof,
-                Ok(n) => {
-                    self.end += n;
-                    Filled::Read { n, space }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Filled::Drained,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => Filled::Failed,
-            });
+        let filled = match stream {
+            Transport::Plain(sock) => loop {
+                break match sock.read(&mut self.buf[self.end..]) {
+                    Ok(0) => Filled::Eof,
+                    Ok(n) => Filled::Read {
+                        n,
+                        drained: n < space,
+                    },
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => Filled::Drained,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => Filled::Failed,
+                };
+            },
+            Transport::Tls(t) => read_tls(t, &mut self.buf[self.end..]),
+        };
+        if let Filled::Read { n, .. } = filled {
+            self.end += n;
         }
+        Some(filled)
     }
 
     /// True when nothing read is left unparsed.
@@ -236,5 +346,86 @@ impl Conn {
             self.end = 0;
         }
         Ok((used, done))
+    }
+}
+
+/// How writing out what TLS holds went.
+enum Flushed {
+    All,
+    /// The socket takes no more now (the rest at its next writable event).
+    Blocked,
+    Failed,
+}
+
+fn flush(t: &mut TlsStream) -> Flushed {
+    while t.tls.wants_write() {
+        match t.tls.write_tls(&mut t.sock) {
+            Ok(0) => return Flushed::Failed,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Flushed::Blocked,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Flushed::Failed,
+        }
+    }
+    Flushed::All
+}
+
+/// Drives a handshake as far as the socket lets it: writes what TLS has to
+/// send, reads what came, until it ends, fails or waits for the peer.
+fn handshake(t: &mut TlsStream) -> Connect {
+    loop {
+        if let Flushed::Failed = flush(t) {
+            return Connect::Refused;
+        }
+        if !t.tls.is_handshaking() {
+            return Connect::Done;
+        }
+        match t.tls.read_tls(&mut t.sock) {
+            // The peer closed in the middle of the handshake.
+            Ok(0) => return Connect::Refused,
+            Ok(_) => {
+                if t.tls.process_new_packets().is_err() {
+                    // Our alert, if the socket takes it, then the end.
+                    let _ = flush(t);
+                    return Connect::Refused;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Connect::Pending,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Connect::Refused,
+        }
+    }
+}
+
+/// One read of plaintext under TLS: what TLS already decrypted, else the
+/// socket's next records, until there is plaintext, an end, or nothing now.
+/// A short read tells nothing of the socket here (records and plaintext
+/// come apart), so `drained` is never said: the worker reads until
+/// `Drained`, one more read per turn than over plain http.
+fn read_tls(t: &mut TlsStream, buf: &mut [u8]) -> Filled {
+    let mut closed = false;
+    loop {
+        match t.tls.reader().read(buf) {
+            Ok(0) => return Filled::Eof,
+            Ok(n) => return Filled::Read { n, drained: false },
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && closed => return Filled::Eof,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            // Closed without close_notify: an end, as over plain http.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Filled::Eof,
+            Err(_) => return Filled::Failed,
+        }
+        match t.tls.read_tls(&mut t.sock) {
+            Ok(0) => closed = true,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Filled::Drained,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return Filled::Failed,
+        }
+        if t.tls.process_new_packets().is_err() {
+            return Filled::Failed;
+        }
+        // A record the peer sent after the handshake may ask for an answer
+        // (a key update): written when the socket takes it.
+        let _ = flush(t);
     }
 }

@@ -237,8 +237,9 @@ impl Worker {
     fn connect(&mut self, i: usize) {
         let addr = self.config.target.addr;
         let head_only = self.config.head_only;
+        let tls = self.config.target.tls.as_ref();
         if self.conns[i]
-            .open(self.poll.registry(), Token(i), addr, head_only)
+            .open(self.poll.registry(), Token(i), addr, head_only, tls)
             .is_err()
         {
             self.tally.stats.error(ErrorKind::Connect);
@@ -302,10 +303,11 @@ impl Worker {
                 _ => false,
             };
             if expired {
-                let kind = if c.phase == Phase::Connecting {
-                    ErrorKind::Connect
-                } else {
-                    ErrorKind::Timeout
+                let kind = match c.phase {
+                    // A server that never finishes the handshake.
+                    Phase::Connecting if c.in_handshake() => ErrorKind::Tls,
+                    Phase::Connecting => ErrorKind::Connect,
+                    _ => ErrorKind::Timeout,
                 };
                 self.fail(i, kind);
             }
@@ -408,22 +410,38 @@ impl Worker {
     }
 
     fn on_writable(&mut self, i: usize) {
-        let conn = &mut self.conns[i];
+        let conn = &self.conns[i];
         match conn.phase {
-            Phase::Connecting => match conn.finish_connect() {
-                Connect::Pending => {}
-                Connect::Failed => self.fail(i, ErrorKind::Connect),
-                Connect::Done => {
-                    conn.phase = Phase::Waiting;
-                    if let Some(at) = conn.retry.take() {
-                        self.repeat(i, at);
-                    } else {
-                        self.next_request(i, Instant::now());
-                    }
-                }
-            },
-            Phase::Busy if conn.written < self.batch.len() => self.write_pending(i),
+            Phase::Connecting => self.progress_connect(i),
+            Phase::Busy if conn.has_unsent(self.batch.len()) => self.write_pending(i),
             _ => {}
+        }
+    }
+
+    /// Takes a connect (and with https its handshake) as far as it goes;
+    /// once done, the connection's first request goes (or the one a close
+    /// cut off).
+    fn progress_connect(&mut self, i: usize) {
+        match self.conns[i].finish_connect() {
+            Connect::Pending => {}
+            Connect::Failed => self.fail(i, ErrorKind::Connect),
+            Connect::Refused => self.fail(i, ErrorKind::Tls),
+            Connect::Done => {
+                let stats = &mut self.tally.stats;
+                stats.connects += 1;
+                let conn = &mut self.conns[i];
+                if conn.is_tls() {
+                    stats.handshakes += 1;
+                    stats.handshake_us += conn.connect_started.elapsed().as_micros() as u64;
+                    stats.tls = stats.tls.or(conn.agreed());
+                }
+                conn.phase = Phase::Waiting;
+                if let Some(at) = conn.retry.take() {
+                    self.repeat(i, at);
+                } else {
+                    self.next_request(i, Instant::now());
+                }
+            }
         }
     }
 
@@ -433,10 +451,9 @@ impl Worker {
     /// otherwise left waiting for a timeout).
     fn on_readable(&mut self, i: usize, closing: bool) {
         if self.conns[i].phase == Phase::Connecting {
-            if self.conns[i].connect_refused() {
-                self.fail(i, ErrorKind::Connect);
-            }
-            return;
+            // A refused connect shows up as readable with an error; a
+            // handshake goes on with what arrived.
+            return self.progress_connect(i);
         }
         for _ in 0..READS_PER_EVENT {
             let Some(filled) = self.conns[i].fill() else {
@@ -444,12 +461,12 @@ impl Worker {
             };
             match filled {
                 Filled::Eof => return self.on_eof(i),
-                Filled::Read { n, space } => {
+                Filled::Read { n, drained } => {
                     self.tally.stats.bytes_read += n as u64;
                     if !self.consume(i) {
                         return;
                     }
-                    if n < space && !closing {
+                    if drained && !closing {
                         return;
                     }
                 }
@@ -554,13 +571,32 @@ impl Worker {
                 let latency = now.duration_since(conn.sent_at).as_micros() as u64;
                 conn.reused = true;
                 conn.outstanding -= 1;
+                conn.answered += 1;
                 let finished_batch = conn.outstanding == 0;
+                let churn = finished_batch
+                    && self
+                        .config
+                        .requests_per_connection
+                        .is_some_and(|n| conn.answered >= n);
                 self.tally.stats.response(done.status, latency);
                 if done.close {
                     let lost = self.conns[i].outstanding as u64;
                     self.tally.stats.errors[ErrorKind::Closed as usize] += lost;
                     self.conns[i].outstanding = 0;
                     self.reopen(i);
+                    return false;
+                }
+                if churn {
+                    // Connection churn: this one has given its answers; a
+                    // new one takes its place (in the open model, the time
+                    // it takes is in the next request's latency).
+                    self.conns[i].close(self.poll.registry());
+                    if self.budget_left() {
+                        self.connect(i);
+                    } else {
+                        // Nothing more to send: no new connection.
+                        self.conns[i].phase = Phase::Done;
+                    }
                     return false;
                 }
                 if finished_batch {
