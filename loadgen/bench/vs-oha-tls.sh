@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# loadgen against oha over HTTPS, A B A B, like for like: nginx ending TLS
+# (a self-signed certificate, both clients told to accept it) answering
+# `return 200` on a loopback port chosen at run time, pinned to CPU 1; each
+# client pinned to CPU 0, 64 connections, the same duration.
+#
+#   loadgen/bench/vs-oha-tls.sh [PAIRS] [DURATION_S]   (defaults: 5 pairs, 5 s)
+#
+# Two set-ups: connections kept alive (one handshake each), and a new
+# connection for every request (oha --disable-keepalive against loadgen
+# --requests-per-connection 1: a handshake per request). Per pair:
+# requests/s and client CPU seconds per million requests (user + system,
+# from /usr/bin/time) and the loadgen/oha ratios; per set-up the medians.
+# Needs nginx, oha (cargo install oha), openssl, taskset, /usr/bin/time.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+pairs=${1:-5}
+secs=${2:-5}
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+for tool in "$nginx_bin" oha openssl taskset /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "vs-oha-tls: $tool is missing (oha: cargo install oha; the rest: apt-get install -y nginx-light openssl util-linux time)" >&2; exit 2; }
+done
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+cargo build --release --quiet -p loadgen
+loadgen=target/release/loadgen
+
+TLS=1
+. loadgen/bench/nginx.sh   # (cwd is the repository root)
+
+# measure TOOL CHURN -> "rps requests cpu_s"
+measure() {
+  local tool=$1 churn=$2 out="$prefix/out" tm="$prefix/time"
+  case $tool in
+    loadgen)
+      local extra=()
+      [ "$churn" = 1 ] && extra=(--requests-per-connection 1)
+      /usr/bin/time -f "%U %S" -o "$tm" taskset -c 0 "$loadgen" --insecure "${extra[@]}" -c 64 -d "${secs}s" --format jsonl "$url" > "$out"
+      python3 - "$out" "$tm" <<'PY'
+import json, sys
+s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+u, sy = open(sys.argv[2]).read().split()
+assert s["errors"]["tls"] == 0, s["errors"]
+print(f"{s['rps']:.0f} {s['ok']} {float(u)+float(sy):.2f}")
+PY
+      ;;
+    oha)
+      local extra=()
+      [ "$churn" = 1 ] && extra=(--disable-keepalive)
+      /usr/bin/time -f "%U %S" -o "$tm" taskset -c 0 oha --no-tui --insecure "${extra[@]}" -z "${secs}s" -c 64 --output-format json "$url" > "$out"
+      python3 - "$out" "$tm" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+ok = sum(n for code, n in j["statusCodeDistribution"].items() if code.startswith("2"))
+total = j["summary"]["total"]
+u, sy = open(sys.argv[2]).read().split()
+print(f"{ok/total:.0f} {ok} {float(u)+float(sy):.2f}")
+PY
+      ;;
+  esac
+}
+
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r)"
+echo "nginx: $("$nginx_bin" -v 2>&1 | cut -d/ -f2), $(oha --version), loadgen: $(git rev-parse --short HEAD 2>/dev/null || echo '?'), ${secs}s per run, $pairs pairs"
+echo
+start_nginx 1 1
+for churn in 0 1; do
+  if [ "$churn" = 1 ]; then name="a new connection per request"; else name="kept alive"; fi
+  echo "== https, $name (nginx 1 worker on cpu1, client on cpu0, -c 64)"
+  printf '%-5s %12s %12s %8s %14s %14s %8s\n' pair loadgen_rps oha_rps ratio loadgen_cpu/M oha_cpu/M ratio
+  rps_ratios=(); cpu_ratios=()
+  for i in $(seq "$pairs"); do
+    read -r lr lreq lcpu < <(measure loadgen "$churn")
+    read -r orr oreq ocpu < <(measure oha "$churn")
+    line=$(python3 -c "
+lr,lreq,lcpu,orr,oreq,ocpu=map(float,'$lr $lreq $lcpu $orr $oreq $ocpu'.split())
+lm=lcpu/lreq*1e6; om=ocpu/oreq*1e6
+print(f'{lr:12.0f} {orr:12.0f} {lr/orr:8.3f} {lm:14.3f} {om:14.3f} {lm/om:8.3f}')")
+    printf '%-5s %s\n' "$i" "$line"
+    rps_ratios+=("$(awk '{print $3}' <<<"$line")"); cpu_ratios+=("$(awk '{print $6}' <<<"$line")")
+  done
+  python3 -c "
+import statistics as s
+r=[float(x) for x in '${rps_ratios[*]}'.split()]; c=[float(x) for x in '${cpu_ratios[*]}'.split()]
+print(f'median  rps ratio loadgen/oha {s.median(r):.3f}   cpu-per-request ratio loadgen/oha {s.median(c):.3f}')"
+  echo
+done
