@@ -72,6 +72,7 @@ fn errors_name_the_file_and_line() {
         ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = \"all\"\n", "t.toml:4: bad workers: \"all\": expected a number above 0, logical or physical"),
         ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nworkers = 0\n", "t.toml:4: bad workers"),
         ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nconnections = 0\n", "t.toml:4: connections must be at least 1, not 0"),
+        ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nrequests_per_connection = 0\n", "t.toml:4: requests_per_connection must be at least 1"),
         ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nslow_clients = 10\n", "t.toml:4: slow_clients is for design = \"paired\""),
         ("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nslow_clients = 0\n", "t.toml:9: slow_clients must be at least 1, not 0"),
         ("design = \"paired\"\nbaseline = \"a\"\n[[scenario]]\nname = \"a\"\nserver = \"ntex\"\n[[scenario]]\nname = \"b\"\nserver = \"ntex\"\nslow_every = \"1s\"\n", "t.toml:9: slow_every needs slow_clients"),

@@ -121,6 +121,24 @@ fn rev(
     }))
 }
 
+/// Connection churn (`requests_per_connection`): at least 1.
+fn churn(o: &Settings, d: &Settings, err: &Err) -> Result<Option<u64>, ScenarioError> {
+    let Some(n) = o
+        .requests_per_connection
+        .as_ref()
+        .or(d.requests_per_connection.as_ref())
+    else {
+        return Ok(None);
+    };
+    if *n.get_ref() == 0 {
+        return Err(err(
+            n.span().start,
+            "requests_per_connection must be at least 1".into(),
+        ));
+    }
+    Ok(Some(*n.get_ref()))
+}
+
 /// The row's nginx: a config of `nginx/` by name, or the user's own
 /// template (named in records by its path as written).
 fn proxy(
@@ -312,6 +330,7 @@ pub fn row(
             .or(d.repetitions.as_ref())
             .map_or(1, |r| *r.get_ref()),
         spin_ns,
+        requests_per_connection: churn(o, d, err)?,
         client_timeout,
         hosts,
         libc: match o.libc.or(d.libc) {

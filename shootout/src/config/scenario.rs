@@ -343,6 +343,8 @@ pub struct Scenario {
     pub placement_free: bool,
     pub repetitions: u32,
     pub spin_ns: Option<u64>,
+    /// Connection churn: a new connection every this many requests.
+    pub requests_per_connection: Option<u64>,
     pub client_timeout: Option<u16>,
     pub libc: Libc,
     pub original: Option<analysis::Original>,
@@ -548,13 +550,17 @@ impl Scenario {
     /// The load as a comparison's identity names it: `post, 256
     /// connections, 1 thread, loopback` (a rate when the row has one).
     pub fn load_text(&self) -> String {
-        load_text(
+        let text = load_text(
             &format!("{:?}", self.request).to_lowercase(),
             self.connections,
             self.threads,
             &format!("{:?}", self.topology).to_lowercase(),
             self.rate,
-        )
+        );
+        match self.requests_per_connection {
+            Some(n) => format!("{text}, a new connection every {n} requests"),
+            None => text,
+        }
     }
 
     /// The row's processes that run where the scheduler puts them

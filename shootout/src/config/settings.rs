@@ -72,6 +72,9 @@ pub struct Settings {
     pub warmup: Option<Spanned<String>>,
     pub interval: Option<Spanned<String>>,
     pub rate: Option<Spanned<f64>>,
+    /// Connection churn: loadgen closes each connection after this many
+    /// answers and opens a new one.
+    pub requests_per_connection: Option<Spanned<u64>>,
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
     /// nginx's CPUs; the server's (on its host) when absent.

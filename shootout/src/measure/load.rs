@@ -56,6 +56,9 @@ pub fn argv(loadgen: &str, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<S
     if let Some(rate) = s.rate {
         argv.extend(["--rate".into(), rate.to_string()]);
     }
+    if let Some(n) = s.requests_per_connection {
+        argv.extend(["--requests-per-connection".into(), n.to_string()]);
+    }
     match s.request {
         Request::Get => {}
         Request::Post => argv.extend(["--body".into(), "500".into()]),
