@@ -28,6 +28,7 @@ loadgen=target/release/loadgen
 
 TLS=1
 . loadgen/bench/nginx.sh   # (cwd is the repository root)
+. loadgen/bench/pairs.sh
 
 # measure TOOL CHURN -> "rps requests cpu_s"
 measure() {
@@ -68,21 +69,6 @@ start_nginx 1 1
 for churn in 0 1; do
   if [ "$churn" = 1 ]; then name="a new connection per request"; else name="kept alive"; fi
   echo "== https, $name (nginx 1 worker on cpu1, client on cpu0, -c 64)"
-  printf '%-5s %12s %12s %8s %14s %14s %8s\n' pair loadgen_rps oha_rps ratio loadgen_cpu/M oha_cpu/M ratio
-  rps_ratios=(); cpu_ratios=()
-  for i in $(seq "$pairs"); do
-    read -r lr lreq lcpu < <(measure loadgen "$churn")
-    read -r orr oreq ocpu < <(measure oha "$churn")
-    line=$(python3 -c "
-lr,lreq,lcpu,orr,oreq,ocpu=map(float,'$lr $lreq $lcpu $orr $oreq $ocpu'.split())
-lm=lcpu/lreq*1e6; om=ocpu/oreq*1e6
-print(f'{lr:12.0f} {orr:12.0f} {lr/orr:8.3f} {lm:14.3f} {om:14.3f} {lm/om:8.3f}')")
-    printf '%-5s %s\n' "$i" "$line"
-    rps_ratios+=("$(awk '{print $3}' <<<"$line")"); cpu_ratios+=("$(awk '{print $6}' <<<"$line")")
-  done
-  python3 -c "
-import statistics as s
-r=[float(x) for x in '${rps_ratios[*]}'.split()]; c=[float(x) for x in '${cpu_ratios[*]}'.split()]
-print(f'median  rps ratio loadgen/oha {s.median(r):.3f}   cpu-per-request ratio loadgen/oha {s.median(c):.3f}')"
+  run_pairs oha "$pairs" 'measure loadgen "$churn"' 'measure oha "$churn"'
   echo
 done

@@ -26,6 +26,7 @@ loadgen=target/release/loadgen
 
 # $prefix, $url, start_nginx, and a trap that stops nginx and removes $prefix.
 . loadgen/bench/nginx.sh   # (cwd is the repository root)
+. loadgen/bench/pairs.sh
 
 # measure TOOL THREADS CONNS CPU [EXTRA] -> "rps requests cpu_s rss_kb"
 # EXTRA: loadgen flags (e.g. --sched normal), or a wrapper for wrk (e.g. chrt -b 0).
@@ -86,22 +87,7 @@ for setup in "${setups[@]}"; do
   IFS='|' read -r name workers ncpu t c ccpu lflags wwrap <<<"$setup"
   start_nginx "$workers" "$ncpu"
   echo "== $name (nginx workers=$workers${ncpu:+ pinned cpu$ncpu}, client -t$t -c$c${ccpu:+ pinned cpu$ccpu}${lflags:+, loadgen $lflags}${wwrap:+, wrk under $wwrap})"
-  printf '%-5s %12s %12s %8s %14s %14s %8s\n' pair loadgen_rps wrk_rps ratio loadgen_cpu/M wrk_cpu/M ratio
-  rps_ratios=(); cpu_ratios=()
-  for i in $(seq "$pairs"); do
-    read -r lr lreq lcpu _ < <(measure loadgen "$t" "$c" "$ccpu" "$lflags")
-    read -r wr wreq wcpu _ < <(measure wrk "$t" "$c" "$ccpu" "$wwrap")
-    line=$(python3 -c "
-lr,lreq,lcpu,wr,wreq,wcpu=map(float,'$lr $lreq $lcpu $wr $wreq $wcpu'.split())
-lm=lcpu/lreq*1e6; wm=wcpu/wreq*1e6
-print(f'{lr:12.0f} {wr:12.0f} {lr/wr:8.3f} {lm:14.3f} {wm:14.3f} {lm/wm:8.3f}')")
-    printf '%-5s %s\n' "$i" "$line"
-    rps_ratios+=("$(awk '{print $3}' <<<"$line")"); cpu_ratios+=("$(awk '{print $6}' <<<"$line")")
-  done
-  python3 -c "
-import statistics as s
-r=[float(x) for x in '${rps_ratios[*]}'.split()]; c=[float(x) for x in '${cpu_ratios[*]}'.split()]
-print(f'median  rps ratio loadgen/wrk {s.median(r):.3f}   cpu-per-request ratio loadgen/wrk {s.median(c):.3f}')"
+  run_pairs wrk "$pairs" 'measure loadgen "$t" "$c" "$ccpu" "$lflags"' 'measure wrk "$t" "$c" "$ccpu" "$wwrap"'
   if [ -n "$oha_bin" ] && [ -z "$lflags$wwrap" ]; then
     read -r orps oreq ocpu _ < <(measure oha "$t" "$c" "$ccpu")
     python3 -c "print(f'oha (one run, all cores, -c $c): {float($orps):.0f} rps, {float($ocpu)/float($oreq)*1e6:.3f} CPU s per million requests')"

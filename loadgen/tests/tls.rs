@@ -6,6 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -303,9 +304,15 @@ struct Nginx {
 }
 
 impl Drop for Nginx {
+    /// SIGTERM to nginx's process group (master and workers: a master
+    /// killed alone leaves its workers behind), then SIGKILL to what is left.
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        let group = self.child.id() as i32;
+        // SAFETY: kill(2) on the process group our own child leads.
+        unsafe { libc::kill(-group, libc::SIGTERM) };
         let _ = self.child.wait();
+        // SAFETY: as above.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
     }
 }
 
@@ -349,6 +356,7 @@ fn nginx(pki: &Pki) -> Nginx {
         .args(["-e", "stderr", "-g", "daemon off;"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
+        .process_group(0)
         .spawn()
         .unwrap();
     let up = Instant::now() + Duration::from_secs(10);
