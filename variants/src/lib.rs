@@ -6,6 +6,7 @@ mod patched;
 mod prebuilt;
 pub mod rev;
 mod server;
+mod tools;
 mod variant;
 
 pub use build::{

@@ -9,7 +9,9 @@
 //! rewrite the lock file).
 
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+use crate::tools::{git_apply, run};
 
 use crate::{Server, Variant};
 
@@ -126,15 +128,7 @@ fn patched_source(root: &Path, dir: &Path, patch: Patch, lock: &str) -> std::io:
         .arg(&archive)
         .arg("-C")
         .arg(dir))?;
-    // Outside any repository (the ceiling stops git's search above `dir`),
-    // `git apply` patches the files under the current directory; inside
-    // this one it would take the diff's paths from the repository's root
-    // and skip them all.
-    run(Command::new("git")
-        .args(["apply", "-p1"])
-        .arg(&diff_path)
-        .current_dir(&source)
-        .env("GIT_CEILING_DIRECTORIES", dir))?;
+    git_apply(&diff_path, &source, dir)?;
     std::fs::write(&stamp, &diff)?;
     Ok(source)
 }
@@ -165,20 +159,6 @@ fn published_crate(root: &Path, release: &str) -> std::io::Result<PathBuf> {
             "{release}.crate is not in cargo's registry cache after `cargo fetch`"
         ))
     })
-}
-
-/// Runs `cmd`; its stderr, and its exit, in the error when it fails.
-fn run(cmd: &mut Command) -> std::io::Result<()> {
-    let shown = format!("{cmd:?}");
-    let out = cmd.stdin(Stdio::null()).output()?;
-    if out.status.success() {
-        return Ok(());
-    }
-    Err(std::io::Error::other(format!(
-        "{shown} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr).trim()
-    )))
 }
 
 /// The server crate's directory under the workspace root.

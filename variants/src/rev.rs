@@ -100,22 +100,9 @@ pub fn tree(
             )));
         }
         if let Some(p) = patch {
-            // Outside any repository (the ceiling stops git's search above
-            // `revs`), `git apply` patches the files under the tree.
-            let applied = Command::new("git")
-                .args(["apply", "-p1"])
-                .arg(&p.path)
-                .current_dir(&tmp)
-                .env("GIT_CEILING_DIRECTORIES", &revs)
-                .stdin(Stdio::null())
-                .output()?;
-            if !applied.status.success() {
-                return Err(std::io::Error::other(format!(
-                    "{} does not apply to {sha}: {}",
-                    p.path.display(),
-                    String::from_utf8_lossy(&applied.stderr).trim()
-                )));
-            }
+            crate::tools::git_apply(&p.path, &tmp, &revs).map_err(|e| {
+                std::io::Error::other(format!("{} does not apply to {sha}: {e}", p.path.display()))
+            })?;
         }
         std::fs::write(tmp.join(".shootout-rev"), &name)?;
         std::fs::rename(&tmp, &dir)
