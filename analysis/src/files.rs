@@ -73,6 +73,16 @@ pub fn unfinished(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// Leaves a run folder with only whole files, however its writer ended:
+/// its scratch directory (`tmp/`) and every temporary or partial file
+/// ([`unfinished`]) removed.
+pub fn tidy(run_dir: &Path) {
+    let _ = std::fs::remove_dir_all(run_dir.join("tmp"));
+    for f in unfinished(run_dir) {
+        let _ = std::fs::remove_file(f);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

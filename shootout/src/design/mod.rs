@@ -156,10 +156,7 @@ pub fn run_file(
     // the run is complete or absent. A run that failed before it recorded
     // anything (no meta.json, no loadgen log) leaves no directory; one that
     // has raw data keeps it, even when meta.json could not be written.
-    let _ = std::fs::remove_dir_all(dir.join("tmp"));
-    for f in analysis::files::unfinished(&dir) {
-        let _ = std::fs::remove_file(f);
-    }
+    analysis::files::tidy(&dir);
     if result.is_err()
         && !analysis::input::raw::is_file(&dir.join("meta.json"))
         && !has_raw_data(&dir)

@@ -94,16 +94,16 @@ impl Netns {
         vec!["ip".into(), "netns".into(), "exec".into(), name.into()]
     }
 
-    /// Namespaces of this runner still present (for tests and cleanup checks).
-    pub fn leftovers(pid: u32) -> Vec<String> {
+    /// Every runner's namespaces on this machine (`shootout-<pid>-…`),
+    /// for the next run to find what a killed one left.
+    pub fn all_runners() -> Vec<String> {
         let out = Command::new("ip").args(["netns", "list"]).output();
         let text = out
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default();
-        let prefix = format!("shootout-{pid}-");
         text.lines()
             .filter_map(|l| l.split_whitespace().next())
-            .filter(|n| n.starts_with(&prefix))
+            .filter(|n| n.starts_with("shootout-"))
             .map(str::to_owned)
             .collect()
     }

@@ -150,7 +150,7 @@ pub fn end_leftovers() -> Ended {
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
     ended.processes = victims.len();
-    for name in namespaces() {
+    for name in super::netns::Netns::all_runners() {
         let Some(runner) = pid_in_name(&name).filter(|&p| gone(p)) else {
             continue;
         };
@@ -234,19 +234,6 @@ fn ip(args: &[&str]) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// The runners' namespaces (`shootout-…`) on this machine.
-fn namespaces() -> Vec<String> {
-    let out = Command::new("ip").args(["netns", "list"]).output();
-    let text = out
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    text.lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with("shootout-"))
-        .map(str::to_owned)
-        .collect()
-}
-
 fn namespace_pids(name: &str) -> Vec<i32> {
     Command::new("ip")
         .args(["netns", "pids", name])
@@ -298,10 +285,7 @@ fn finish_folder(dir: &Path) -> Option<bool> {
     if !dir.is_dir() {
         return None;
     }
-    let _ = std::fs::remove_dir_all(dir.join("tmp"));
-    for f in analysis::files::unfinished(dir) {
-        let _ = std::fs::remove_file(f);
-    }
+    analysis::files::tidy(dir);
     // A shared file (history.json, index.html) the runner was replacing
     // beside its folder: its temporary, never the file itself.
     if let Some(out) = dir.parent() {

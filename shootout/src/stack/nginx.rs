@@ -45,6 +45,23 @@ pub fn render(
         .replace("{{ACCESS_LOG}}", "off"))
 }
 
+/// nginx's arguments after its program: the private `prefix`, the config
+/// `conf`, errors to stderr, in the foreground. The run and its `nginx -t`
+/// check ([`preflight`]) both take these.
+fn args(prefix: &str, conf: &str) -> [String; 8] {
+    [
+        "-p",
+        prefix,
+        "-c",
+        conf,
+        "-e",
+        "stderr",
+        "-g",
+        "daemon off;",
+    ]
+    .map(String::from)
+}
+
 /// The nginx a row runs: its config template, its worker count and the
 /// CPUs it is pinned to (none: the scheduler's choice).
 pub struct Proxy<'a> {
@@ -79,19 +96,8 @@ pub fn start(
         host.write_file(&conf, config.as_bytes())?;
         host.write_file(&format!("{prefix}/tmp/.keep"), b"")?;
         host.write_file(&format!("{prefix}/logs/.keep"), b"")?;
-        let argv = [
-            program.as_str(),
-            "-p",
-            prefix,
-            "-c",
-            &conf,
-            "-e",
-            "stderr",
-            "-g",
-            "daemon off;",
-        ]
-        .map(String::from)
-        .to_vec();
+        let mut argv = vec![program.clone()];
+        argv.extend(args(prefix, &conf));
         let mut proc_ = host.spawn(Launch {
             name: "nginx",
             argv,
@@ -154,11 +160,10 @@ fn check(s: &Scenario, template: &Path) -> anyhow::Result<()> {
     std::fs::write(&conf, config)?;
     let out = std::process::Command::new(crate::prepare::setup::nginx_binary()?)
         .arg("-t")
-        .arg("-p")
-        .arg(prefix)
-        .arg("-c")
-        .arg(&conf)
-        .args(["-e", "stderr", "-g", "daemon off;"])
+        .args(args(
+            &prefix.display().to_string(),
+            &conf.display().to_string(),
+        ))
         .stdin(Stdio::null())
         .output()
         .context("running nginx -t")?;
