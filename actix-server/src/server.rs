@@ -113,10 +113,23 @@ pub async fn serve(args: ServerArgs) -> anyhow::Result<()> {
         32 * 1024
     })
     .shutdown_timeout(launch.shutdown_timeout.into())
-    .disable_signals()
-    .listen(listener)
-    .context("handing the listener to actix-web")?
-    .run();
+    .disable_signals();
+    #[cfg(feature = "tls")]
+    let server = match launch.tls.clone() {
+        Some(mut config) => {
+            // actix-http puts `http/1.1` first in the ALPN list itself (and
+            // `h2` with actix-web's http2 feature, which is off here).
+            config.alpn_protocols.clear();
+            let handshake = Duration::from_secs(app_core::tls::HANDSHAKE_TIMEOUT_SECS.into());
+            server
+                .tls_handshake_timeout(handshake)
+                .listen_rustls_0_23(listener, config)
+        }
+        None => server.listen(listener),
+    };
+    #[cfg(not(feature = "tls"))]
+    let server = server.listen(listener);
+    let server = server.context("handing the listener to actix-web")?.run();
 
     let handle = server.handle();
     app_core::shutdown::on_signal(launch.shutdown_timeout, move || {

@@ -60,6 +60,35 @@ pub struct ServerArgs {
     /// Largest request body in bytes; a larger one gets 413 unread.
     #[arg(long, default_value_t = 64, value_name = "BYTES")]
     pub max_body: usize,
+
+    /// Serve HTTPS (`tls` builds only): the certificate chain, PEM, leaf
+    /// first. Needs --tls-key.
+    #[arg(long, value_name = "PATH", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert's certificate, PEM (PKCS#8, PKCS#1 or
+    /// SEC1). Needs --tls-cert.
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// clap's error text as one line: its first, and when that ends in a
+/// colon (`the following required arguments were not provided:`) the
+/// indented lines it introduces, so the line names the missing flag.
+fn one_line(text: &str) -> String {
+    let mut lines = text.lines();
+    let mut line = lines
+        .next()
+        .unwrap_or("bad usage")
+        .trim_start_matches("error: ")
+        .to_string();
+    if line.ends_with(':') {
+        for more in lines.take_while(|l| l.starts_with(' ')) {
+            line.push(' ');
+            line.push_str(more.trim());
+        }
+    }
+    line
 }
 
 impl ServerArgs {
@@ -73,9 +102,7 @@ impl ServerArgs {
                 e.exit()
             }
             Err(e) => {
-                let text = e.render().to_string();
-                let line = text.lines().next().unwrap_or("bad usage");
-                eprintln!("{binary}: error: {}", line.trim_start_matches("error: "));
+                eprintln!("{binary}: error: {}", one_line(&e.render().to_string()));
                 std::process::exit(2)
             }
         }
@@ -110,6 +137,71 @@ impl ServerArgs {
         if self.spin_ns.is_some() && !cfg!(feature = "calibrate") {
             return Err("--spin-ns needs a build with the calibrate feature".into());
         }
+        if self.tls_cert.is_some() && !cfg!(feature = "tls") {
+            return Err("--tls-cert and --tls-key need a build with the tls feature".into());
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<ServerArgs, clap::Error> {
+        ServerArgs::try_parse_from(std::iter::once("server").chain(args.iter().copied()))
+    }
+
+    /// `args` with the flags this build's other features require.
+    fn fitting(args: &[&str]) -> ServerArgs {
+        let mut all = args.to_vec();
+        if cfg!(feature = "mmap-backend") {
+            all.extend(["--counter-file", "count"]);
+        }
+        if cfg!(feature = "log-file") {
+            all.extend(["--log-file", "access.log"]);
+        }
+        parse(&all).unwrap()
+    }
+
+    #[test]
+    fn the_tls_flags_come_both_or_neither() {
+        let both = parse(&["--tls-cert", "c.pem", "--tls-key", "k.pem"]).unwrap();
+        assert_eq!(both.tls_cert, Some(PathBuf::from("c.pem")));
+        assert_eq!(both.tls_key, Some(PathBuf::from("k.pem")));
+        let neither = parse(&[]).unwrap();
+        assert_eq!((neither.tls_cert, neither.tls_key), (None, None));
+        for (one, missing) in [
+            (["--tls-cert", "c.pem"], "--tls-key <PATH>"),
+            (["--tls-key", "k.pem"], "--tls-cert <PATH>"),
+        ] {
+            let err = parse(&one).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "{one:?}"
+            );
+            // The one line the server prints names the flag missing.
+            assert_eq!(
+                one_line(&err.render().to_string()),
+                format!("the following required arguments were not provided: {missing}")
+            );
+        }
+    }
+
+    #[test]
+    fn the_tls_flags_need_the_tls_feature() {
+        let args = fitting(&["--tls-cert", "c.pem", "--tls-key", "k.pem"]);
+        let checked = args.check_against_features();
+        if cfg!(feature = "tls") {
+            assert_eq!(checked, Ok(()));
+        } else {
+            assert_eq!(
+                checked.unwrap_err(),
+                "--tls-cert and --tls-key need a build with the tls feature"
+            );
+        }
+        // A tls build without them serves plain HTTP: nothing to refuse.
+        assert_eq!(fitting(&[]).check_against_features(), Ok(()));
     }
 }

@@ -24,6 +24,12 @@ pub struct Launch {
     backlog: i32,
     /// The open-file limit in force: raised to the hard limit at start.
     pub nofile: u64,
+    /// With `--tls-cert` and `--tls-key` (`tls` builds): the listener's TLS
+    /// configuration, for the server crate's TLS acceptor.
+    #[cfg(feature = "tls")]
+    pub tls: Option<crate::tls::ServerConfig>,
+    /// Whether the listener serves HTTPS: the start-up line says `tls=on`.
+    serves_tls: bool,
     log: LogGuard,
 }
 
@@ -32,6 +38,12 @@ impl Launch {
     /// and binds the listener.
     pub fn prepare(args: &ServerArgs) -> anyhow::Result<(Launch, TcpListener)> {
         args.check_against_features().map_err(anyhow::Error::msg)?;
+        // Before anything else opens: a bad certificate or key is one line.
+        #[cfg(feature = "tls")]
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(crate::tls::server_config(cert, key)?),
+            _ => None,
+        };
         let log = logging::init(args.log_file.as_deref()).map_err(anyhow::Error::msg)?;
         // Every connection is a file: as many as the hard limit allows.
         let nofile =
@@ -54,6 +66,9 @@ impl Launch {
             shutdown_timeout: args.shutdown_timeout,
             backlog: args.backlog,
             nofile,
+            serves_tls: args.tls_cert.is_some(),
+            #[cfg(feature = "tls")]
+            tls,
             log,
         };
         Ok((launch, listener))
@@ -66,7 +81,7 @@ impl Launch {
             crate::startup_line(
                 binary,
                 framework,
-                self.addr,
+                (self.addr, self.serves_tls),
                 (self.workers, self.worker_rule),
                 self.backlog,
                 (self.client_timeout, self.shutdown_timeout),

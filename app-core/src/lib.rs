@@ -16,6 +16,7 @@ pub mod reclaim;
 pub mod runtime;
 pub mod shutdown;
 pub mod spin;
+pub mod tls;
 pub mod workers;
 
 pub use app::{App, Reply, ReplyBody};
@@ -38,7 +39,7 @@ pub const SHUTDOWN_TIMEOUT_SECS: u16 = 5;
 /// Every server feature, in the order the start-up line lists them. Both
 /// server crates define exactly these; the runner checks scenario files
 /// against this list.
-pub const ALL_FEATURES: [&str; 18] = [
+pub const ALL_FEATURES: [&str; 19] = [
     "global-counter",
     "keepalive-os",
     "log-stdout",
@@ -52,6 +53,7 @@ pub const ALL_FEATURES: [&str; 18] = [
     "binary-payload",
     "calibrate",
     "large-io-buffers",
+    "tls",
     "rt-tokio",
     "rt-neon",
     "rt-uring",
@@ -77,6 +79,7 @@ pub fn features() -> Vec<&'static str> {
         cfg!(feature = "binary-payload"),
         cfg!(feature = "calibrate"),
         cfg!(feature = "large-io-buffers"),
+        cfg!(feature = "tls"),
         cfg!(feature = "rt-tokio"),
         cfg!(feature = "rt-neon"),
         cfg!(feature = "rt-uring"),
@@ -95,11 +98,14 @@ pub fn features() -> Vec<&'static str> {
 /// form for the runner to record, e.g.
 /// `actix-server listening addr=127.0.0.1:8080 framework=actix-web/4.18.1 workers=2 worker_rule=logical backlog=1024 client_timeout=5s keep_alive=os shutdown_timeout=5s nofile=1048576 allocator=glibc runtime=tokio features=global-counter,keepalive-os`
 /// (`client_timeout=off` for 0; `keep_alive=5s` without `keepalive-os`).
-/// `timeouts` are the client and shutdown timeouts in seconds.
+/// `listen` is the bound address and whether it serves HTTPS, which adds
+/// `tls=on` after `addr=` (a `tls` build without `--tls-cert` serves plain
+/// HTTP and says nothing). `timeouts` are the client and shutdown timeouts
+/// in seconds.
 pub fn startup_line(
     binary: &str,
     framework: &str,
-    addr: std::net::SocketAddr,
+    listen: (std::net::SocketAddr, bool),
     workers: (usize, &str),
     backlog: i32,
     timeouts: (u16, u16),
@@ -107,6 +113,8 @@ pub fn startup_line(
 ) -> String {
     let (client_timeout, shutdown_timeout) = timeouts;
     let (workers, rule) = workers;
+    let (addr, tls) = listen;
+    let tls = if tls { " tls=on" } else { "" };
     let features = features();
     let features = if features.is_empty() {
         "none".to_string()
@@ -123,7 +131,7 @@ pub fn startup_line(
         format!("{KEEP_ALIVE_SECS}s")
     };
     format!(
-        "{binary} listening addr={addr} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} client_timeout={client_timeout} keep_alive={keep_alive} shutdown_timeout={shutdown_timeout}s nofile={nofile} allocator={} runtime={} features={features}",
+        "{binary} listening addr={addr}{tls} framework={framework} workers={workers} worker_rule={rule} backlog={backlog} client_timeout={client_timeout} keep_alive={keep_alive} shutdown_timeout={shutdown_timeout}s nofile={nofile} allocator={} runtime={} features={features}",
         alloc::NAME,
         runtime::NAME
     )
@@ -160,7 +168,7 @@ mod tests {
         let line = startup_line(
             "ntex-server",
             "ntex/3.0.0",
-            addr,
+            (addr, false),
             (2, "count"),
             77,
             (0, 1),
@@ -192,5 +200,44 @@ mod tests {
         assert_eq!(startup_field(&line, "rule"), None);
         assert_eq!(startup_field(&line, "listening"), None);
         assert_eq!(startup_addr("actix-server listening addr=nowhere"), None);
+        assert_eq!(startup_field(&line, "tls"), None, "{line}");
+    }
+
+    #[test]
+    fn a_tls_startup_line_says_so_and_parses_back() {
+        let addr: std::net::SocketAddr = "127.0.0.1:8443".parse().unwrap();
+        let plain = startup_line(
+            "actix-server",
+            "a/1",
+            (addr, false),
+            (1, "count"),
+            9,
+            (5, 5),
+            64,
+        );
+        let line = startup_line(
+            "actix-server",
+            "a/1",
+            (addr, true),
+            (1, "count"),
+            9,
+            (5, 5),
+            64,
+        );
+        assert!(is_startup_line(&line));
+        assert_eq!(startup_addr(&line), Some(addr));
+        assert_eq!(startup_field(&line, "tls"), Some("on"));
+        assert_eq!(startup_field(&line, "framework"), Some("a/1"));
+        assert_eq!(
+            startup_field(&line, "features"),
+            startup_field(&plain, "features")
+        );
+        // One field more, right after the address; nothing else changes.
+        assert_eq!(
+            line.replacen(" tls=on", "", 1),
+            plain,
+            "{line} against {plain}"
+        );
+        assert!(line.contains(&format!("addr={addr} tls=on ")), "{line}");
     }
 }

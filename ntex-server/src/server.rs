@@ -5,16 +5,18 @@ use std::sync::Arc;
 use anyhow::Context;
 use app_core::codec::BodyError;
 use app_core::{App, Launch, Reply, ReplyBody, ServerArgs};
+use ntex::http::error::DispatchError;
 use ntex::http::{
     h1, header, ConnectionType, HttpService, HttpServiceConfig, KeepAlive, Request, ResponseError,
     StatusCode,
 };
-use ntex::io::{Filter, IoConfig};
-use ntex::service::{apply_fn_factory, fn_service};
+use ntex::io::{Filter, Io, IoConfig};
+use ntex::service::{apply_fn_factory, fn_service, ServiceFactory};
 use ntex::time::Seconds;
 use ntex::util::Bytes;
 use ntex::web::types::{Payload, State};
 use ntex::web::{self, HttpRequest, HttpResponse};
+use ntex::SharedCfg;
 
 use crate::strict;
 
@@ -119,9 +121,15 @@ fn service_config(client_timeout: u16) -> HttpServiceConfig {
 /// The listener's configuration: the connection policy, and with
 /// `large-io-buffers` the buffers ntex's TechEmpower entries use (read and
 /// write: 64 KiB high watermark, 2 KiB low, 128 cached buffers; ntex's
-/// defaults are 16 KiB and 536 bytes).
-fn shared_config(client_timeout: u16) -> ntex::SharedCfg {
-    let cfg = ntex::SharedCfg::new(SERVICE).add(service_config(client_timeout));
+/// defaults are 16 KiB and 536 bytes). With `tls`, the TLS handshake's
+/// time limit, actix-web's (ntex-tls's default is 5 s).
+fn shared_config(client_timeout: u16) -> SharedCfg {
+    let cfg = SharedCfg::new(SERVICE).add(service_config(client_timeout));
+    #[cfg(feature = "tls")]
+    let cfg = cfg.add(
+        ntex::tls::TlsConfig::new()
+            .set_handshake_timeout(Seconds(app_core::tls::HANDSHAKE_TIMEOUT_SECS)),
+    );
     if cfg!(feature = "large-io-buffers") {
         cfg.add(
             IoConfig::new()
@@ -168,6 +176,49 @@ async fn control<F: Filter, E: ResponseError>(
     })
 }
 
+/// The HTTP service on one connection, plain TCP or TLS (`F`): the app
+/// behind [`strict`]'s checks, with the h1 control service [`control`].
+fn http<F: Filter>(
+    state: Arc<App>,
+) -> impl ServiceFactory<Io<F>, SharedCfg, Response = (), Error = DispatchError, InitError = ()> {
+    let app = web::App::new()
+        .state(state)
+        .service(
+            web::resource("/")
+                .route(web::get().to(get_count))
+                .route(web::post().to(post_count))
+                .default_service(web::route().to(method_not_allowed)),
+        )
+        .default_service(web::route().to(not_found));
+    #[cfg(any(feature = "log-stdout", feature = "log-file"))]
+    let app = app.middleware(web::middleware::Logger::default());
+    let app = apply_fn_factory(app, async |req: Request, app| {
+        strict::check(&req).map_err(strict::Failure::Refused)?;
+        let close = strict::asks_close(&req);
+        let mut res = app.call(req).await?;
+        if close {
+            res.response_mut()
+                .head_mut()
+                .set_connection_type(ConnectionType::Close);
+        }
+        Ok::<_, strict::Failure>(res)
+    });
+    HttpService::new(app).h1_control(fn_service(control))
+}
+
+/// With `--tls-cert` (`tls` builds): rustls's handshake in front of
+/// [`http`]; its time limit is in [`shared_config`].
+#[cfg(feature = "tls")]
+fn https(
+    config: Arc<app_core::tls::ServerConfig>,
+    state: Arc<App>,
+) -> impl ServiceFactory<Io, SharedCfg, Response = (), InitError = ()> {
+    use ntex::server::SslError;
+    ntex::service::chain_factory(ntex::tls::rustls::TlsAcceptor::new(config))
+        .map_err(|e| SslError::Ssl(Box::new(e)))
+        .and_then(http(state).map_err(SslError::Service))
+}
+
 /// Runs the server until SIGTERM or SIGINT, then stops it gracefully.
 ///
 /// Built on ntex's server builder and `HttpService` rather than
@@ -175,38 +226,23 @@ async fn control<F: Filter, E: ResponseError>(
 pub async fn serve(args: ServerArgs) -> anyhow::Result<()> {
     let (launch, listener) = Launch::prepare(&args)?;
     let state = launch.app.clone();
-    let app = async move || {
-        let app = web::App::new()
-            .state(state.clone())
-            .service(
-                web::resource("/")
-                    .route(web::get().to(get_count))
-                    .route(web::post().to(post_count))
-                    .default_service(web::route().to(method_not_allowed)),
-            )
-            .default_service(web::route().to(not_found));
-        #[cfg(any(feature = "log-stdout", feature = "log-file"))]
-        let app = app.middleware(web::middleware::Logger::default());
-        app
-    };
     let server = ntex::server::build()
         .workers(launch.workers)
         .shutdown_timeout(Seconds(launch.shutdown_timeout))
-        .disable_signals()
-        .listen(SERVICE, listener, async move |_| {
-            let app = apply_fn_factory(app().await, async |req: Request, app| {
-                strict::check(&req).map_err(strict::Failure::Refused)?;
-                let close = strict::asks_close(&req);
-                let mut res = app.call(req).await?;
-                if close {
-                    res.response_mut()
-                        .head_mut()
-                        .set_connection_type(ConnectionType::Close);
-                }
-                Ok::<_, strict::Failure>(res)
-            });
-            HttpService::new(app).h1_control(fn_service(control))
-        })
+        .disable_signals();
+    #[cfg(feature = "tls")]
+    let server = match launch.tls.clone() {
+        Some(config) => {
+            let config = Arc::new(config);
+            server.listen(SERVICE, listener, async move |_| {
+                https(config.clone(), state.clone())
+            })
+        }
+        None => server.listen(SERVICE, listener, async move |_| http(state.clone())),
+    };
+    #[cfg(not(feature = "tls"))]
+    let server = server.listen(SERVICE, listener, async move |_| http(state.clone()));
+    let server = server
         .context("handing the listener to ntex")?
         .config(SERVICE, shared_config(launch.client_timeout))
         .run();
