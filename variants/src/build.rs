@@ -325,6 +325,11 @@ impl Builder {
             .current_dir(&self.root)
             .env("CARGO_TARGET_DIR", &self.target)
             .stdin(Stdio::null());
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(is_crate_env) {
+                cmd.env_remove(name);
+            }
+        }
         let spawned = |error| BuildError::Spawn {
             cargo: cargo.clone(),
             error,
@@ -369,6 +374,29 @@ impl Builder {
     }
 }
 
+/// Whether `name` is one of the variables cargo sets for the crate it
+/// runs (a test calling the builder, `cargo run` of `build-variant`):
+/// `CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME` and the like. The builder's cargo
+/// runs without them, as from a shell: ring's build script asks to be run
+/// again whenever one of them changes, so a build from a test and one from
+/// a shell would otherwise rebuild ring, and rustls and the frameworks on
+/// top of it (every dev variant has them, `dev-shared-deps`), in turn.
+/// Cargo's own settings (`CARGO`, `CARGO_HOME`, `CARGO_PROFILE_*`...) stay.
+fn is_crate_env(name: &str) -> bool {
+    ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_EXE_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+        || [
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+            "CARGO_TARGET_TMPDIR",
+            "CARGO_RUSTC_CURRENT_DIR",
+            "OUT_DIR",
+        ]
+        .contains(&name)
+}
+
 /// SIGTERM to `child`'s process group (cargo and its compilers), SIGKILL
 /// after 5 s, and the wait for cargo itself.
 fn stop_group(child: &mut std::process::Child) {
@@ -390,6 +418,33 @@ fn stop_group(child: &mut std::process::Child) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_builders_cargo_runs_without_the_callers_crate_variables() {
+        for name in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_EXE_loadgen",
+            "CARGO_TARGET_TMPDIR",
+            "OUT_DIR",
+        ] {
+            assert!(is_crate_env(name), "{name}");
+        }
+        for name in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_PROFILE_DEV_DEBUG",
+            "CARGO_BUILD_JOBS",
+            "RUSTFLAGS",
+            "PATH",
+        ] {
+            assert!(!is_crate_env(name), "{name}");
+        }
+    }
 
     #[test]
     fn profile_parses_its_cargo_name_and_prints_it() {
