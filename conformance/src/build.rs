@@ -16,6 +16,15 @@ pub fn binary(variant: &Variant) -> PathBuf {
         .unwrap_or_else(|e| panic!("building {}: {e}", variant.name()))
 }
 
+/// Builds loadgen (dev profile, the builder's [`Builder::loadgen`]) into
+/// the same target directory and returns its binary; panics with the
+/// reason if it cannot be built.
+pub fn loadgen() -> PathBuf {
+    Builder::with_target(workspace_root(), target_dir(), Profile::Dev)
+        .loadgen()
+        .unwrap_or_else(|e| panic!("building loadgen: {e}"))
+}
+
 /// `variant.binary()` for the tests: [`binary`].
 pub trait VariantExt {
     /// Builds the variant and returns its binary; see [`binary`].

@@ -8,7 +8,7 @@ pub mod client;
 pub mod fuzz;
 pub mod process;
 
-pub use build::{binary, target_dir, workspace_root, Framework, Variant, VariantExt};
+pub use build::{binary, loadgen, target_dir, workspace_root, Framework, Variant, VariantExt};
 pub use client::{Conn, Response};
 pub use process::Server;
 
