@@ -272,6 +272,7 @@ mod tests {
                 placement: String::new(),
                 load: String::new(),
                 machine: String::new(),
+                nginx: String::new(),
             },
             sittings: vec![sitting("a", 0.82), sitting("bb", 0.83)],
             across: None,

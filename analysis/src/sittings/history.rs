@@ -46,6 +46,11 @@ pub struct Identity {
     /// command's nginx answer moved from 0.28 to 0.35 between two VMs).
     #[serde(default)]
     pub machine: String,
+    /// The nginx config in front of each side (`row proxy-tls, base
+    /// proxy`), empty when neither has nginx: two rows that differ only in
+    /// their nginx config are two questions.
+    #[serde(default)]
+    pub nginx: String,
 }
 
 /// One sitting's answer.
@@ -458,6 +463,7 @@ mod tests {
             placement: "p".into(),
             load: "l".into(),
             machine: "m".into(),
+            nginx: String::new(),
         };
         let all = [
             sitting("1", 0.75, 0.74, 0.76),
@@ -509,6 +515,7 @@ mod tests {
             placement: "p".into(),
             load: "l".into(),
             machine: "m".into(),
+            nginx: String::new(),
         };
         let h = build(vec![
             (id("x"), sitting("2", 0.9, 0.8, 1.0)),
@@ -525,6 +532,7 @@ mod tests {
         // The same comparison on another CPU model is another question.
         let other = Identity {
             machine: "n".into(),
+            nginx: String::new(),
             ..id("x")
         };
         let h = build(vec![

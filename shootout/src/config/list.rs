@@ -54,7 +54,7 @@ impl ScenarioFile {
         for s in &self.scenarios {
             writeln!(
                 out,
-                "  {:<28} {:<45} {}{} log={} {} c={}{}{}{}{}",
+                "  {:<28} {:<45} {}{} log={} {} c={}{}{}{}{}{}{}",
                 s.name,
                 s.variant(),
                 match &s.hosts {
@@ -83,6 +83,9 @@ impl ScenarioFile {
                 } else {
                     String::new()
                 },
+                if s.tls { " https" } else { "" },
+                s.requests_per_connection
+                    .map_or(String::new(), |n| format!(" churn={n}")),
                 s.slow.map_or(String::new(), |w| format!(
                     " slow={}/{}",
                     w.connections,

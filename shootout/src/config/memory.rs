@@ -78,6 +78,8 @@ fn check_memory_rows(raw: &Written, rows: &[Scenario], err: &Err) -> Result<(), 
             )
         } else if s.proxy.is_some() {
             Some("memory rows measure the server's own connections: no proxy in front")
+        } else if s.tls {
+            Some("tls is not used by memory rows (loadgen --hold speaks plain HTTP)")
         } else if s.threads != 1 {
             Some("threads is not used by memory rows (connections are opened one after another)")
         } else {

@@ -28,3 +28,4 @@ pub mod sweep;
 pub mod sweep_rules;
 #[cfg(test)]
 mod sweep_tests;
+pub mod tls;

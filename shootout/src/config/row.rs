@@ -269,28 +269,21 @@ pub fn row(
     };
     let client_timeout = o.client_timeout.or(d.client_timeout);
     command_rules(o, d, command.is_some(), hosts.is_some(), at, err)?;
-    let needs = [
-        (
-            request == Request::Binary,
-            "binary-payload",
-            "request = \"binary\" needs the binary-payload feature",
-        ),
-        (
-            spin_ns.is_some(),
-            "calibrate",
-            "spin_ns needs the calibrate feature",
-        ),
-        (
-            client_timeout == Some(0),
-            "keepalive-os",
-            "client_timeout = 0 needs the keepalive-os feature (the servers refuse it otherwise)",
-        ),
-    ];
-    for (set, feature, why) in needs {
-        if set && !features.iter().any(|f| f == feature) {
-            return Err(err(at, why.into()));
-        }
-    }
+    needs(&features, request, spin_ns, client_timeout, at, err)?;
+    let slow = slow_clients(o, d, err)?;
+    let tls = crate::config::tls::tls_of(
+        o,
+        d,
+        crate::config::tls::Front {
+            proxy: proxy.as_deref(),
+            proxy_conf: proxy_conf.as_ref(),
+            command: command.is_some(),
+            features: &features,
+            slow: slow.is_some(),
+        },
+        at,
+        err,
+    )?;
     Ok(Scenario {
         label: o.label.clone().unwrap_or_else(|| name.clone()),
         name,
@@ -331,6 +324,7 @@ pub fn row(
             .map_or(1, |r| *r.get_ref()),
         spin_ns,
         requests_per_connection: churn(o, d, err)?,
+        tls,
         client_timeout,
         hosts,
         libc: match o.libc.or(d.libc) {
@@ -342,13 +336,47 @@ pub fn row(
             None => None,
         },
         against: o.against.as_ref().map(|a| a.get_ref().clone()),
-        slow: slow_clients(o, d, err)?,
+        slow,
         ssh_terminal,
         jump_scroll,
         writer_gap,
         log_style_always: false,
         command,
     })
+}
+
+/// The features a row's other keys need, each refused at the row without it.
+fn needs(
+    features: &[String],
+    request: Request,
+    spin_ns: Option<u64>,
+    client_timeout: Option<u16>,
+    at: usize,
+    err: &Err,
+) -> Result<(), ScenarioError> {
+    let needs = [
+        (
+            request == Request::Binary,
+            "binary-payload",
+            "request = \"binary\" needs the binary-payload feature",
+        ),
+        (
+            spin_ns.is_some(),
+            "calibrate",
+            "spin_ns needs the calibrate feature",
+        ),
+        (
+            client_timeout == Some(0),
+            "keepalive-os",
+            "client_timeout = 0 needs the keepalive-os feature (the servers refuse it otherwise)",
+        ),
+    ];
+    for (set, feature, why) in needs {
+        if set && !features.iter().any(|f| f == feature) {
+            return Err(err(at, why.into()));
+        }
+    }
+    Ok(())
 }
 
 /// A command row asks GET unless it says (the twins' rows, POST).

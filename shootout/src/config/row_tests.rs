@@ -126,3 +126,48 @@ fn slow_clients_make_a_row_that_is_not_an_aa() {
     assert_eq!((b.slow, c.slow), (want(1000, 1000), want(5, 250)));
     assert!(!b.same_setup(a));
 }
+
+#[test]
+fn tls_rows_say_who_ends_tls_and_a_front_that_cannot_is_refused_at_the_key() {
+    let ok = parse_str(
+        "[[scenario]]\nname = \"n\"\nserver = \"ntex\"\nproxy = \"proxy-tls\"\ntls = true\n\n\
+         [[scenario]]\nname = \"t\"\nserver = \"actix\"\nfeatures = [\"tls\"]\ntls = true\n\n\
+         [[scenario]]\nname = \"p\"\nserver = \"actix\"\nfeatures = [\"tls\"]\n",
+    )
+    .unwrap();
+    let tls: Vec<bool> = ok.scenarios.iter().map(|s| s.tls).collect();
+    assert_eq!(tls, [true, true, false]);
+    assert!(ok.scenarios[0].load_text().ends_with(", over TLS"));
+    assert!(!ok.scenarios[2].load_text().contains("TLS"));
+    for (row, says, line) in [
+        (
+            "server = \"ntex\"\nproxy = \"proxy\"\ntls = true\n",
+            "nginx config \"proxy\" does not end TLS",
+            5,
+        ),
+        (
+            "server = \"ntex\"\nproxy = \"proxy-tls\"\n",
+            "ends TLS ({{TLS_CERT}} or {{TLS_KEY}}): set tls = true",
+            2,
+        ),
+        (
+            "server = \"ntex\"\ntls = true\n",
+            "the twin ends TLS itself, which needs the tls feature",
+            4,
+        ),
+        (
+            "command = [\"sh\", \"-c\", \"exec x {port}\"]\ntls = true\n",
+            "ends TLS in nginx only",
+            4,
+        ),
+        (
+            "server = \"ntex\"\nfeatures = [\"tls\"]\ntls = true\nslow_clients = 8\n",
+            "loadgen --slowloris speaks plain HTTP only",
+            5,
+        ),
+    ] {
+        let e = parse_str(&format!("[[scenario]]\nname = \"x\"\n{row}")).unwrap_err();
+        assert!(e.contains(says), "{row}: {e}");
+        assert!(e.starts_with(&format!("t.toml:{line}: ")), "{row}: {e}");
+    }
+}

@@ -345,6 +345,10 @@ pub struct Scenario {
     pub spin_ns: Option<u64>,
     /// Connection churn: a new connection every this many requests.
     pub requests_per_connection: Option<u64>,
+    /// `tls = true`: loadgen and the verification speak HTTPS to the
+    /// stack's front (nginx, or the twin itself), with a certificate made
+    /// for the run.
+    pub tls: bool,
     pub client_timeout: Option<u16>,
     pub libc: Libc,
     pub original: Option<analysis::Original>,
@@ -557,9 +561,14 @@ impl Scenario {
             &format!("{:?}", self.topology).to_lowercase(),
             self.rate,
         );
-        match self.requests_per_connection {
+        let text = match self.requests_per_connection {
             Some(n) => format!("{text}, a new connection every {n} requests"),
             None => text,
+        };
+        if self.tls {
+            format!("{text}, over TLS")
+        } else {
+            text
         }
     }
 

@@ -75,6 +75,11 @@ pub struct Settings {
     /// Connection churn: loadgen closes each connection after this many
     /// answers and opens a new one.
     pub requests_per_connection: Option<Spanned<u64>>,
+    /// The client speaks HTTPS to the stack's front: nginx ends TLS (its
+    /// template has `{{TLS_CERT}}` and `{{TLS_KEY}}`), or without a proxy
+    /// the twin does (its `tls` feature). The certificate is made at run
+    /// time.
+    pub tls: Option<Spanned<bool>>,
     pub server_cpus: Option<String>,
     pub loadgen_cpus: Option<String>,
     /// nginx's CPUs; the server's (on its host) when absent.

@@ -553,10 +553,11 @@ fn load_and_sample(
     }
     for (&i, bin) in active.iter().zip(&bins) {
         let s = &mut sides[i];
-        let target = s.stack.as_ref().expect("started").target;
+        let stack = s.stack.as_ref().expect("started");
         let turn = (ctx.settings.schedule == Schedule::Interleave)
             .then_some((["first", "second"][i], ctx.settings.turn));
-        let argv = load::argv(bin, s.scenario, target, Timing { turn, ..timing });
+        let ca = stack.ca_file(s.place.client());
+        let argv = load::argv(bin, s.scenario, stack.target, ca, Timing { turn, ..timing });
         s.loadgen = Some(load::spawn(
             s.place.client(),
             s.scenario.loadgen_cpus.as_deref(),

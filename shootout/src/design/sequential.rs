@@ -5,7 +5,6 @@
 //! path cleans up, here and on remote hosts alike. What the stages find is
 //! kept in [`RowFacts`] and made into the row's record once.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::{Duration, SystemTime};
@@ -93,7 +92,7 @@ fn run_stages(job: &Job, facts: &mut RowFacts) -> anyhow::Result<()> {
         return Err(Interrupted.into());
     }
 
-    let mut loadgens = start_loadgens(job, &place, stack.target)?;
+    let mut loadgens = start_loadgens(job, &place, &stack)?;
     crate::hold_at::stage("measure");
     let status = measure(job, &place, facts, &mut stack, &mut loadgens)?;
     let mut acknowledged = 0;
@@ -159,8 +158,9 @@ struct Loadgen<'p> {
 fn start_loadgens<'p>(
     job: &Job,
     place: &'p Placement,
-    target: SocketAddr,
+    stack: &Stack,
 ) -> anyhow::Result<Vec<Loadgen<'p>>> {
+    let target = stack.target;
     let s = job.scenario;
     let n = place.clients.len();
     // Binaries first (an upload can take a while), then the common start.
@@ -179,7 +179,7 @@ fn start_loadgens<'p>(
             start_at,
             turn: None,
         };
-        let mut argv = load::argv(bin, &share, target, timing);
+        let mut argv = load::argv(bin, &share, target, stack.ca_file(host), timing);
         let log = if n > 1 {
             let name = host.name();
             if let Some(p) = argv.iter().position(|a| a == "--shard") {

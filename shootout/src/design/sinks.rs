@@ -280,7 +280,7 @@ fn sample(job: &Job, length: Duration, facts: &mut RowFacts) -> anyhow::Result<(
             start_at: None,
             turn: None,
         };
-        let argv = load::argv(&bin, &row, stack.target, timing);
+        let argv = load::argv(&bin, &row, stack.target, stack.ca_file(host), timing);
         let log = run.table_dir.join(format!("{}.sample.jsonl", row.name));
         let mut procs = [load::spawn(host, row.loadgen_cpus.as_deref(), argv, &log)?];
         let limits = Limits {

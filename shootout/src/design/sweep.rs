@@ -476,7 +476,8 @@ impl Stepper<'_, '_> {
         };
         let host = self.place.client();
         let bin = host.place_binary(run.loadgen)?;
-        let mut argv = load::argv(&bin, &row, self.stack.target, timing);
+        let ca = self.stack.ca_file(host);
+        let mut argv = load::argv(&bin, &row, self.stack.target, ca, timing);
         if let (Some(_), Some(spin)) = (rate, self.settings.client_spin) {
             argv = load::spinning(argv, spin);
         }

@@ -28,8 +28,15 @@ pub struct Timing {
 }
 
 /// Builds loadgen's argv for scenario `s` against `target` (its CPUs are
-/// the launch's, [`spawn`]'s `cpus`).
-pub fn argv(loadgen: &str, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<String> {
+/// the launch's, [`spawn`]'s `cpus`); `ca_file`, on the load's host, is
+/// the CA a `tls` row's loadgen trusts ([`crate::stack::Stack::ca_file`]).
+pub fn argv(
+    loadgen: &str,
+    s: &Scenario,
+    target: SocketAddr,
+    ca_file: Option<&str>,
+    t: Timing,
+) -> Vec<String> {
     let mut argv = vec![loadgen.to_string()];
     for (flag, value) in [
         ("-c", s.connections.to_string()),
@@ -59,6 +66,9 @@ pub fn argv(loadgen: &str, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<S
     if let Some(n) = s.requests_per_connection {
         argv.extend(["--requests-per-connection".into(), n.to_string()]);
     }
+    if let Some(ca) = ca_file {
+        argv.extend(["--ca-file".into(), ca.into()]);
+    }
     match s.request {
         Request::Get => {}
         Request::Post => argv.extend(["--body".into(), "500".into()]),
@@ -72,7 +82,8 @@ pub fn argv(loadgen: &str, s: &Scenario, target: SocketAddr, t: Timing) -> Vec<S
 /// own path.
 pub fn url(s: &Scenario, target: SocketAddr) -> String {
     let path = s.command.as_ref().map_or("/", |c| c.path.as_str());
-    format!("http://{target}{path}")
+    let scheme = if s.tls { "https" } else { "http" };
+    format!("{scheme}://{target}{path}")
 }
 
 /// `argv` (from [`argv`], an open-model load) with loadgen told to wake
@@ -295,10 +306,10 @@ mod tests {
             start_at: None,
             turn: None,
         };
-        let plain = argv("loadgen", s, target, timing);
+        let plain = argv("loadgen", s, target, None, timing);
         assert!(!plain.iter().any(|a| a == "--active-half"), "{plain:?}");
         let turn = Some(("second", Duration::from_millis(200)));
-        let turns = argv("loadgen", s, target, Timing { turn, ..timing });
+        let turns = argv("loadgen", s, target, None, Timing { turn, ..timing });
         let at = turns.iter().position(|a| a == "--active-half").unwrap();
         assert_eq!(
             turns[at..at + 4],
@@ -311,5 +322,26 @@ mod tests {
             spun[spun.len() - 3..],
             ["--spin-before", "1ms", "http://127.0.0.1:8080/"]
         );
+    }
+
+    #[test]
+    fn a_tls_row_asks_https_and_trusts_its_stacks_ca() {
+        let file = crate::config::parse::parse(
+            std::path::Path::new("t.toml"),
+            "[[scenario]]\nname = \"a\"\nserver = \"actix\"\nfeatures = [\"tls\"]\ntls = true\n",
+        )
+        .unwrap();
+        let s = &file.scenarios[0];
+        let target: SocketAddr = "10.1.2.3:8443".parse().unwrap();
+        let timing = Timing {
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs(1),
+            start_at: None,
+            turn: None,
+        };
+        let v = argv("loadgen", s, target, Some("/x/tls-ca.pem"), timing);
+        assert_eq!(v.last().unwrap(), "https://10.1.2.3:8443/");
+        let at = v.iter().position(|a| a == "--ca-file").unwrap();
+        assert_eq!(v[at + 1], "/x/tls-ca.pem");
     }
 }

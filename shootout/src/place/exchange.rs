@@ -1,5 +1,6 @@
-//! One HTTP/1.1 request on a fresh connection and its answer, as bytes:
-//! what a host uses to ask a server something from where it stands.
+//! One HTTP/1.1 request on a fresh connection (plain, or over TLS) and its
+//! answer, as bytes: what a host uses to ask a server something from where
+//! it stands.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -38,6 +39,38 @@ pub fn exchange(
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)
         .with_context(|| format!("reading the answer from {addr}"))?;
+    parse(&raw)
+}
+
+/// One request over TLS on a fresh connection from here (or from inside a
+/// namespace, where the caller runs it): the answer, read until the server
+/// closes.
+pub fn exchange_tls(
+    tls: &loadgen::tls::Tls,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&[u8]>,
+) -> anyhow::Result<Exchange> {
+    let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .with_context(|| format!("connecting to {addr}"))?;
+    tcp.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let conn = rustls::ClientConnection::new(std::sync::Arc::clone(&tls.config), tls.name.clone())
+        .context("TLS: starting the handshake")?;
+    let mut stream = rustls::StreamOwned::new(conn, tcp);
+    stream
+        .write_all(&request(addr, method, path, body))
+        .with_context(|| format!("TLS with {addr}"))?;
+    let mut raw = Vec::new();
+    match stream.read_to_end(&mut raw) {
+        Ok(_) => {}
+        // A server that closes without close_notify after a complete answer
+        // (nginx and actix-web may): the answer is what counts.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
+        Err(e) => {
+            return Err(e).with_context(|| format!("reading the answer from {addr} over TLS"))
+        }
+    }
     parse(&raw)
 }
 

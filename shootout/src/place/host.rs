@@ -435,6 +435,46 @@ impl Host {
         }
     }
 
+    /// [`Host::exchange`] over TLS: from here or a namespace with the
+    /// runner's client `tls`; from a remote host with `openssl s_client`
+    /// there, trusting the CA file `ca` on it (the bytes carried over ssh).
+    pub fn exchange_tls(
+        &self,
+        addr: SocketAddr,
+        tls: &loadgen::tls::Tls,
+        ca: Option<&str>,
+        method: &str,
+        body: Option<&[u8]>,
+    ) -> anyhow::Result<Exchange> {
+        match self {
+            Host::Remote(s) => {
+                let ca = ca.context("no CA file on the load host")?;
+                let script = format!(
+                    "timeout 10 openssl s_client -quiet -verify_return_error -alpn http/1.1 \
+                     -CAfile {} -verify_ip {} -connect {} 2>/dev/null",
+                    quote(ca),
+                    addr.ip(),
+                    quote(&addr.to_string())
+                );
+                let raw = s.run_with_input(
+                    &script,
+                    &exchange::request(addr, method, "/", body),
+                    &format!("{method} https://{addr}/"),
+                )?;
+                exchange::parse(&raw).with_context(|| {
+                    format!("host {}: the answer from {addr} over TLS", s.host.name)
+                })
+            }
+            _ => {
+                let (method, tls) = (method.to_string(), tls.clone());
+                let body = body.map(<[u8]>::to_vec);
+                self.within(move || {
+                    exchange::exchange_tls(&tls, addr, &method, "/", body.as_deref())
+                })?
+            }
+        }
+    }
+
     /// Whether `addr` accepts a connection from this host; an error when a
     /// remote host itself cannot be reached (its ssh fails), so that a lost
     /// host is named at once rather than probed until a deadline.

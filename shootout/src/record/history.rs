@@ -97,11 +97,19 @@ fn answer(
         Some(l) => l.to_string(),
         None => at_sha(row).map_or_else(|| "not recorded".into(), |p| p.load),
     };
-    let proxied = |side: &str, name: &str| match rec.get(format!("{side}_sink")) {
-        Some(sink) => !sink["proxy"].is_null(),
-        None => at_sha(name).is_some_and(|p| p.proxy),
+    // Each side's nginx config, none without one.
+    let config = |side: &str, name: &str| match rec.get(format!("{side}_sink")) {
+        Some(sink) => sink["proxy"].as_str().map(str::to_string),
+        None => at_sha(name).map(|p| p.proxy).filter(|p| p != "none"),
     };
-    let nginx = [proxied("row", row), proxied("base", against)];
+    let configs = [config("row", row), config("base", against)];
+    let nginx = [configs[0].is_some(), configs[1].is_some()];
+    let nginx_text = if nginx.contains(&true) {
+        let named = |c: &Option<String>| c.clone().unwrap_or_else(|| "none".into());
+        format!("row {}, base {}", named(&configs[0]), named(&configs[1]))
+    } else {
+        String::new()
+    };
     let identity = Identity {
         file,
         row: row.into(),
@@ -117,6 +125,7 @@ fn answer(
         placement: placement(rec, nginx),
         load,
         machine: text(&meta["cpu_model"]),
+        nginx: nginx_text,
     };
     let sitting = Sitting {
         run: run.into(),
@@ -172,7 +181,8 @@ fn placement(rec: &Value, nginx: [bool; 2]) -> String {
 /// A row of a past run as its scenario file set it at the run's commit.
 struct Past {
     load: String,
-    proxy: bool,
+    /// The row's nginx config, `none` without one.
+    proxy: String,
 }
 
 /// Scenario file `file` as committed at `sha` (`git show`), parsed.
@@ -205,7 +215,9 @@ fn past(doc: &toml::Value, row: &str) -> Option<Past> {
         &word("topology", "loopback"),
         key("rate").and_then(toml::Value::as_float),
     );
-    let proxy = !matches!(word("proxy", "none").as_str(), "none");
+    let proxy = key("proxy_conf")
+        .and_then(|v| v.as_str())
+        .map_or_else(|| word("proxy", "none"), str::to_string);
     Some(Past { load, proxy })
 }
 

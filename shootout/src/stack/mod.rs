@@ -10,6 +10,7 @@ pub mod nginx;
 pub mod server;
 pub mod sink;
 pub mod ssh_served;
+pub mod tls;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -64,6 +65,8 @@ pub struct Stack {
     stdout_file: Option<String>,
     /// The server's host: file sizes are read there, messages name it.
     server_host: Host,
+    /// `tls = true`: the CA on each load host, the runner's TLS client.
+    tls: Option<tls::Clients>,
     binary: bool,
     ceiling: bool,
     /// False for a command row: the counter's checks are the twins'.
@@ -100,7 +103,15 @@ impl Stack {
         };
         // A command row's server is told its port (picked here, free a
         // moment ago); a twin picks its own and prints it.
-        let (argv, command_addr) = match &s.command {
+        // `tls = true`: certificates for the front (nginx's address, or the
+        // server's), made now; the twin ends TLS when nginx does not.
+        let front_ip = if s.proxy.is_some() {
+            place.proxy_ip
+        } else {
+            bind_ip
+        };
+        let material = s.tls.then(|| tls::Material::make(front_ip)).transpose()?;
+        let (mut argv, command_addr) = match &s.command {
             Some(c) => {
                 let port = place.server.pick_port(bind_ip)?;
                 (
@@ -118,6 +129,10 @@ impl Stack {
                 None,
             ),
         };
+        if let (Some(m), None) = (&material, &s.proxy) {
+            let (cert, key) = m.place_front(&place.server, &files)?;
+            argv.extend(["--tls-cert".into(), cert, "--tls-key".into(), key]);
+        }
         // Logs are sinks under test, not results: they live in the private
         // dirs (removed afterwards); their sizes are recorded.
         let log_file = s
@@ -160,17 +175,48 @@ impl Stack {
             log_file,
             stdout_file,
             server_host: place.server.clone(),
+            tls: None,
             binary: s.request == Request::Binary,
             ceiling: s.proxy.as_deref() == Some("static"),
             twin: s.is_twin(),
             _dirs: vec![files],
         };
+        stack.start_nginx(spec, place, server_addr, material.as_ref())?;
+        if let Some(m) = &material {
+            stack.tls = Some(tls::Clients::place(
+                m,
+                &place.clients,
+                &spec.tmp.join("tls"),
+                stack.target.ip(),
+            )?);
+        }
+        for client in &place.clients {
+            client.wait_port(stack.target)?;
+        }
+        Ok(stack)
+    }
+
+    /// nginx in front of the server at `server_addr`, when the row has
+    /// one: the stack's target becomes nginx's address.
+    fn start_nginx(
+        &mut self,
+        spec: &StackSpec,
+        place: &Placement,
+        server_addr: SocketAddr,
+        material: Option<&tls::Material>,
+    ) -> anyhow::Result<()> {
+        let s = spec.scenario;
         if let Some(template) = nginx::template(spec.root, s) {
             let dir = place.proxy.private_dir(&spec.tmp.join("nginx"))?;
+            let tls_files = match material {
+                Some(m) => Some(m.place_front(&place.proxy, &dir)?),
+                None => None,
+            };
             let proxy = nginx::Proxy {
                 template: &template,
                 workers: s.nginx_workers,
                 cpus: s.nginx_cpus(),
+                tls: tls_files,
             };
             let (proc_, listen) = nginx::start(
                 &place.proxy,
@@ -179,14 +225,11 @@ impl Stack {
                 place.proxy_ip,
                 Some(server_addr),
             )?;
-            stack._dirs.push(dir);
-            stack.nginx = Some(proc_);
-            stack.target = listen;
+            self._dirs.push(dir);
+            self.nginx = Some(proc_);
+            self.target = listen;
         }
-        for client in &place.clients {
-            client.wait_port(stack.target)?;
-        }
-        Ok(stack)
+        Ok(())
     }
 
     /// Checks the app as TechEmpower would, from `client`; returns what it
@@ -195,7 +238,7 @@ impl Stack {
     pub fn verify(&self, client: &Host) -> anyhow::Result<Option<Verified>> {
         crate::hold_at::stage("verify");
         let target = self.target;
-        let exchange = |method: &str, body: Option<&[u8]>| client.exchange(target, method, body);
+        let exchange = |method: &str, body: Option<&[u8]>| self.ask(client, method, body);
         if self.ceiling {
             let ex = exchange("GET", None)?;
             if ex.status != 200 {
@@ -215,8 +258,27 @@ impl Stack {
 
     /// The app's count now, read from `client`.
     pub fn count(&self, client: &Host) -> anyhow::Result<u64> {
-        let ex = client.exchange(self.target, "GET", None)?;
+        let ex = self.ask(client, "GET", None)?;
         verify::count_of(&ex, self.binary)
+    }
+
+    /// One request to the front from `client`: over TLS on a `tls` row.
+    fn ask(
+        &self,
+        client: &Host,
+        method: &str,
+        body: Option<&[u8]>,
+    ) -> anyhow::Result<crate::place::exchange::Exchange> {
+        match &self.tls {
+            Some(t) => client.exchange_tls(self.target, &t.tls, t.ca_file(client), method, body),
+            None => client.exchange(self.target, method, body),
+        }
+    }
+
+    /// The CA file loadgen trusts on `client` (a load host of the stack):
+    /// some on a `tls` row.
+    pub fn ca_file(&self, client: &Host) -> Option<&str> {
+        self.tls.as_ref().and_then(|t| t.ca_file(client))
     }
 
     /// True for the nginx static ceiling row (no app, no counter).

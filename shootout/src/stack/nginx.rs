@@ -29,6 +29,7 @@ pub fn render(
     workers: usize,
     listen: SocketAddr,
     upstream: Option<SocketAddr>,
+    tls: Option<&(String, String)>,
 ) -> anyhow::Result<String> {
     let template = std::fs::read_to_string(path).with_context(|| {
         let name = path.file_stem().unwrap_or_default().to_string_lossy();
@@ -42,7 +43,9 @@ pub fn render(
             "{{UPSTREAM}}",
             &upstream.map_or("127.0.0.1:1".into(), |u| u.to_string()),
         )
-        .replace("{{ACCESS_LOG}}", "off"))
+        .replace("{{ACCESS_LOG}}", "off")
+        .replace("{{TLS_CERT}}", tls.map_or("", |t| t.0.as_str()))
+        .replace("{{TLS_KEY}}", tls.map_or("", |t| t.1.as_str())))
 }
 
 /// nginx's arguments after its program: the private `prefix`, the config
@@ -68,6 +71,8 @@ pub struct Proxy<'a> {
     pub template: &'a Path,
     pub workers: usize,
     pub cpus: Option<String>,
+    /// The certificate's and key's paths on nginx's host, when it ends TLS.
+    pub tls: Option<(String, String)>,
 }
 
 /// Starts nginx `proxy` on `host`, in the private prefix `dir`, listening
@@ -85,6 +90,7 @@ pub fn start(
         template,
         workers,
         ref cpus,
+        ref tls,
     } = *proxy;
     let prefix = &dir.path;
     let conf = format!("{prefix}/nginx.conf");
@@ -92,7 +98,14 @@ pub fn start(
     let mut last = String::new();
     for _ in 0..5 {
         let listen = SocketAddr::new(ip, host.pick_port(ip)?);
-        let config = render(template, Path::new(prefix), workers, listen, upstream)?;
+        let config = render(
+            template,
+            Path::new(prefix),
+            workers,
+            listen,
+            upstream,
+            tls.as_ref(),
+        )?;
         host.write_file(&conf, config.as_bytes())?;
         host.write_file(&format!("{prefix}/tmp/.keep"), b"")?;
         host.write_file(&format!("{prefix}/logs/.keep"), b"")?;
@@ -155,7 +168,24 @@ fn check(s: &Scenario, template: &Path) -> anyhow::Result<()> {
     }
     let listen = SocketAddr::from(([127, 0, 0, 1], 8080));
     let upstream = SocketAddr::from(([127, 0, 0, 1], 8081));
-    let config = render(template, prefix, s.nginx_workers, listen, Some(upstream))?;
+    // A template that ends TLS is checked with a certificate made for it.
+    let tls = if s.tls {
+        let m = crate::stack::tls::Material::make(listen.ip())?;
+        let (cert, key) = (prefix.join("tls-cert.pem"), prefix.join("tls-key.pem"));
+        std::fs::write(&cert, &m.cert)?;
+        std::fs::write(&key, &m.key)?;
+        Some((cert.display().to_string(), key.display().to_string()))
+    } else {
+        None
+    };
+    let config = render(
+        template,
+        prefix,
+        s.nginx_workers,
+        listen,
+        Some(upstream),
+        tls.as_ref(),
+    )?;
     let conf = prefix.join("nginx.conf");
     std::fs::write(&conf, config)?;
     let out = std::process::Command::new(crate::prepare::setup::nginx_binary()?)

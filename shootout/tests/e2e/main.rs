@@ -20,6 +20,7 @@ mod refusals;
 mod revisions;
 mod sequential;
 mod sweep;
+mod tls;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
