@@ -16,6 +16,16 @@
 //! narrow) and its far end still sets the resolution, so only differences
 //! larger than that decide.
 //!
+//! Interleaved, each stack has the server's core alone in its turns, half
+//! of every interval: its CPU per second (its 2xx/s x its CPU per request,
+//! both over whole intervals) stays near half a core. A stack that used
+//! more than [`TURN_CORES`] ran into the other's turns (a new TLS
+//! connection's handshakes queued at its turn's end, say): the 2xx/s ratio
+//! then compares unequal shares of the core and is no answer, and the line
+//! gives the CPU per request ratio instead, which does not depend on whose
+//! turn it is. (A stack may use less than half: a terminal emulator or a
+//! sink's reader beside it takes CPU its figures do not count.)
+//!
 //! The interval is the comparison's reported one: over its runs when it ran
 //! several (`runs = N`), else over the blocks of its one run (which covers
 //! that run's blocks only; see the README's coverage section).
@@ -24,6 +34,19 @@ pub use super::report::{Answer, Verdict};
 use super::report::{PairedRow, PairedTable};
 use super::stats::RatioCi;
 use crate::input::TableSpec;
+
+/// The most of a core per second an interleaved stack on one core may use
+/// and still count as having kept to its turns (half a core; runs that
+/// kept to them read 0.48-0.51).
+pub const TURN_CORES: f64 = 0.6;
+
+/// Each side's CPU per second in cores (row, base), when both were measured.
+fn cores(r: &PairedRow) -> Option<(f64, f64)> {
+    Some((
+        r.row_rps_mean * r.row_cpu_us_mean? / 1e6,
+        r.base_rps_mean * r.base_cpu_us_mean? / 1e6,
+    ))
+}
 
 /// How far from 1 an A/A interval reaches, percent: what the run can show
 /// with no difference there.
@@ -55,7 +78,18 @@ pub fn answers(t: &PairedTable) -> Vec<Answer> {
         .filter_map(|r| {
             let (ratio, runs) = reported(r)?;
             let distance = (ratio.ratio - 1.0).abs() * 100.0;
-            let verdict = if r.aa {
+            let overran = (t.schedule == "interleave")
+                .then(|| cores(r))
+                .flatten()
+                .filter(|(row, base)| row.max(*base) > TURN_CORES)
+                .zip(r.cpu_across_runs.or(r.cpu.map(|m| m.ci)));
+            let verdict = if let (Some(((row_cores, base_cores), cpu)), false) = (overran, r.aa) {
+                Verdict::Overran {
+                    row_cores,
+                    base_cores,
+                    cpu,
+                }
+            } else if r.aa {
                 let pct = reach_pct(&ratio);
                 if ratio.contains_one() {
                     Verdict::Resolves { pct }
@@ -130,6 +164,14 @@ impl Answer {
             Verdict::Faster { pct } => format!("{} is {pct:.1} % faster", self.row),
             Verdict::Unresolved => "no difference this run can resolve".into(),
             Verdict::Resolves { pct } => format!("this run resolves about ±{pct:.1} %"),
+            Verdict::Overran {
+                row_cores,
+                base_cores,
+                cpu,
+            } => format!(
+                "2xx/s no answer: the stacks used {row_cores:.2} and {base_cores:.2} of a core, not the half their turns give each; CPU per request {:.3} ({:.3}-{:.3})",
+                cpu.ratio, cpu.lo, cpu.hi
+            ),
             Verdict::AaMissed { pct } => format!(
                 "the A/A misses 1 (this run's intervals are too narrow): it resolves only about ±{pct:.1} %"
             ),
@@ -216,6 +258,51 @@ mod tests {
         );
         assert!(text[4].starts_with("A/A  "), "{}", text[4]);
         assert!(text[4].ends_with("this run resolves about ±1.0 %"));
+    }
+
+    #[test]
+    fn an_interleaved_row_that_ran_into_the_other_turns_answers_by_cpu_per_request() {
+        let cpu = RatioCi {
+            ratio: 2.114,
+            lo: 1.990,
+            hi: 2.245,
+        };
+        // The churning stack: 9,487 2xx/s at 70.9 µs (0.67 of a core)
+        // against 9,737 at 33.6 (0.33); the other row kept to its turns
+        // (0.51 and 0.49).
+        let mut churn = row("churn", false, (0.976, 0.909, 1.048));
+        (churn.row_rps_mean, churn.base_rps_mean) = (9487.0, 9737.0);
+        (churn.row_cpu_us_mean, churn.base_cpu_us_mean) = (Some(70.9), Some(33.6));
+        churn.cpu_across_runs = Some(cpu);
+        let mut even = row("even", false, (0.787, 0.757, 0.817));
+        (even.row_rps_mean, even.base_rps_mean) = (17005.0, 21622.0);
+        (even.row_cpu_us_mean, even.base_cpu_us_mean) = (Some(29.7), Some(22.8));
+        // A terminal beside the row takes CPU its figures do not count: 0.25
+        // of a core is no overrun.
+        let mut xterm = row("xterm", false, (0.234, 0.232, 0.236));
+        (xterm.row_rps_mean, xterm.base_rps_mean) = (10000.0, 42000.0);
+        (xterm.row_cpu_us_mean, xterm.base_cpu_us_mean) = (Some(25.0), Some(12.0));
+        let aa = row("aa", true, (0.998, 0.961, 1.037));
+        let mut t = table(vec![churn, even, xterm, aa]);
+        let a = answers(&t);
+        assert!(
+            matches!(a[0].verdict, Verdict::Overran { row_cores, base_cores, cpu: c }
+                if (row_cores - 0.673).abs() < 1e-3 && (base_cores - 0.327).abs() < 1e-3 && c == cpu),
+            "{:?}",
+            a[0].verdict
+        );
+        assert!(a[0]
+            .words()
+            .starts_with("2xx/s no answer: the stacks used 0.67 and 0.33 of a core"));
+        assert!(a[0]
+            .words()
+            .ends_with("CPU per request 2.114 (1.990-2.245)"));
+        assert!(matches!(a[1].verdict, Verdict::Slower { .. }));
+        assert!(matches!(a[2].verdict, Verdict::Slower { .. }));
+        // Loaded at once (duet), the scheduler splits the core: no turns to
+        // run into, and the 2xx/s ratio stands.
+        t.schedule = "duet".into();
+        assert_eq!(answers(&t)[0].verdict, Verdict::Unresolved);
     }
 
     #[test]

@@ -343,6 +343,15 @@ pub enum Verdict {
     /// An A/A row whose interval misses 1: this run's intervals are too
     /// narrow; only differences beyond ±`pct` decide.
     AaMissed { pct: f64 },
+    /// Interleaved, a stack used more of a core per second (`row_cores`,
+    /// `base_cores`) than the half its turns give it: its work ran into
+    /// the other stack's turns, so the 2xx/s ratio compares unequal shares
+    /// of the core and is no answer; the CPU per request ratio `cpu` is.
+    Overran {
+        row_cores: f64,
+        base_cores: f64,
+        cpu: super::stats::RatioCi,
+    },
 }
 
 /// Reads a paired table directory: one sub-directory per compared row, in

@@ -42,6 +42,11 @@ pub fn gather(results: &Path, repo: &Path) -> anyhow::Result<History> {
             .unwrap_or_default();
         for table in summary["paired"].as_array().into_iter().flatten() {
             for a in table["answers"].as_array().into_iter().flatten() {
+                // A 2xx/s ratio that is no answer (an interleaved stack ran
+                // into the other's turns) is no sitting of its comparison.
+                if a["verdict"]["kind"] == "overran" {
+                    continue;
+                }
                 if let Some(found) = answer(&run, &meta, table, a, repo) {
                     answers.push(found);
                 }
