@@ -10,7 +10,7 @@ pub mod process;
 
 pub use build::{binary, loadgen, target_dir, workspace_root, Framework, Variant, VariantExt};
 pub use client::{Conn, Response};
-pub use process::Server;
+pub use process::{run_to_exit, Server};
 
 /// The feature sets the black-box tests run, each built for both frameworks.
 /// Together they cover every feature with a runtime effect; `scripts/test`

@@ -222,3 +222,18 @@ impl Drop for Server {
         }
     }
 }
+
+/// Runs a variant's binary with `args` to its exit (a bad flag, a missing
+/// file): its exit code and stderr.
+pub fn run_to_exit(variant: &Variant, args: &[&str]) -> (Option<i32>, String) {
+    use crate::VariantExt;
+    let out = Command::new(variant.binary())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running the server binary");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

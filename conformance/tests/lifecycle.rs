@@ -2,10 +2,11 @@
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use conformance::{sets, workspace_root, Conn, Framework, Server, Variant, VariantExt};
+use conformance::{
+    run_to_exit, sets, workspace_root, Conn, Framework, Server, Variant, VariantExt,
+};
 
 /// The version of `name` that Cargo.lock resolved.
 fn locked_version(name: &str) -> String {
@@ -208,19 +209,6 @@ fn the_shutdown_timeout_bounds_a_stop_with_a_request_stuck() {
         );
         drop(stream);
     }
-}
-
-/// Runs a variant's binary with `args` and returns (exit code, stderr).
-fn run_to_exit(variant: &Variant, args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(variant.binary())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use conformance::{Framework, Response, Server, Variant, VariantExt};
+use conformance::{run_to_exit, Framework, Response, Server, Variant};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, ProtocolVersion, RootCertStore, StreamOwned};
@@ -527,19 +527,6 @@ fn loadgen_over_tls_against_both_twins_kept_alive_and_churned() {
 /// `--bind 127.0.0.1:0`, then `extra`.
 fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     [&["--bind", "127.0.0.1:0"][..], extra].concat()
-}
-
-/// Runs a variant's binary with `args` to its exit: (exit code, stderr).
-fn run_to_exit(variant: &Variant, args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(variant.binary())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]
