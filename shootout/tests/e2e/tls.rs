@@ -29,23 +29,19 @@ fn tls_rows_end_tls_in_nginx_or_the_twin_and_loadgen_speaks_https() {
             .unwrap()
             .to_string()
     };
-    assert!(load("nginx-tls").ends_with(", over TLS"), "{m}");
     assert!(
         load("twin-tls-netns").ends_with("a new connection every 5 requests, over TLS"),
         "{m}"
     );
     let table = r.dir().join("tls");
-    for (row, side, tls) in [
-        ("nginx-tls", "base", false),
-        ("nginx-tls", "row", true),
-        ("twin-tls-netns", "row", true),
-        ("twin-tls-netns", "base", true),
-    ] {
+    // Both sides spoke TLS: the twin in its namespace (row) and nginx (base).
+    let row = "twin-tls-netns";
+    for side in ["row", "base"] {
         let records = loadgen_records(&table, row, side);
         let summaries: Vec<_> = records.iter().filter(|x| x["type"] == "summary").collect();
         assert!(!summaries.is_empty(), "{row} {side}: no summary");
         for s in summaries {
-            assert_eq!(s["tls_version"].is_string(), tls, "{row} {side}: {s}");
+            assert!(s["tls_version"].is_string(), "{row} {side}: {s}");
             assert!(s["ok"].as_u64().unwrap() > 0, "{row} {side}: {s}");
             let errors = s["errors"].as_object().unwrap();
             assert!(errors.values().all(|v| v == 0), "{row} {side}: {s}");
@@ -55,7 +51,7 @@ fn tls_rows_end_tls_in_nginx_or_the_twin_and_loadgen_speaks_https() {
             .filter(|x| x["type"] == "interval")
             .filter_map(|x| x["handshakes"]["count"].as_u64())
             .sum();
-        assert_eq!(handshakes > 0, tls, "{row} {side}: {handshakes} handshakes");
+        assert!(handshakes > 0, "{row} {side}: no handshakes");
     }
     // The churning row reconnected: at least one connection per 5 answers.
     let records = loadgen_records(&table, "twin-tls-netns", "row");
