@@ -130,7 +130,7 @@ impl Stack {
             ),
         };
         if let (Some(m), None) = (&material, &s.proxy) {
-            let (cert, key) = m.place_front(&place.server, &files)?;
+            let (cert, key) = m.place_front(&place.server, &files.path)?;
             argv.extend(["--tls-cert".into(), cert, "--tls-key".into(), key]);
         }
         // Logs are sinks under test, not results: they live in the private
@@ -209,7 +209,7 @@ impl Stack {
         if let Some(template) = nginx::template(spec.root, s) {
             let dir = place.proxy.private_dir(&spec.tmp.join("nginx"))?;
             let tls_files = match material {
-                Some(m) => Some(m.place_front(&place.proxy, &dir)?),
+                Some(m) => Some(m.place_front(&place.proxy, &dir.path)?),
                 None => None,
             };
             let proxy = nginx::Proxy {

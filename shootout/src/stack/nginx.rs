@@ -171,10 +171,7 @@ fn check(s: &Scenario, template: &Path) -> anyhow::Result<()> {
     // A template that ends TLS is checked with a certificate made for it.
     let tls = if s.tls {
         let m = crate::stack::tls::Material::make(listen.ip())?;
-        let (cert, key) = (prefix.join("tls-cert.pem"), prefix.join("tls-key.pem"));
-        std::fs::write(&cert, &m.cert)?;
-        std::fs::write(&key, &m.key)?;
-        Some((cert.display().to_string(), key.display().to_string()))
+        Some(m.place_front(&Host::Local, &prefix.display().to_string())?)
     } else {
         None
     };

@@ -56,11 +56,11 @@ impl Material {
         })
     }
 
-    /// Writes the certificate and key into `dir` on `host`; their paths
-    /// there (certificate, key).
-    pub fn place_front(&self, host: &Host, dir: &HostDir) -> anyhow::Result<(String, String)> {
-        let cert = format!("{}/tls-cert.pem", dir.path);
-        let key = format!("{}/tls-key.pem", dir.path);
+    /// Writes the certificate and key into the directory `dir` on `host`;
+    /// their paths there (certificate, key).
+    pub fn place_front(&self, host: &Host, dir: &str) -> anyhow::Result<(String, String)> {
+        let cert = format!("{dir}/tls-cert.pem");
+        let key = format!("{dir}/tls-key.pem");
         host.write_file(&cert, self.cert.as_bytes())?;
         host.write_file(&key, self.key.as_bytes())?;
         Ok((cert, key))
