@@ -171,7 +171,7 @@ fn check(s: &Scenario, template: &Path) -> anyhow::Result<()> {
     // A template that ends TLS is checked with a certificate made for it.
     let tls = if s.tls {
         let m = crate::stack::tls::Material::make(listen.ip())?;
-        Some(m.place_front(&Host::Local, &prefix.display().to_string())?)
+        Some(m.place_front(&Host::here(), &prefix.display().to_string())?)
     } else {
         None
     };
