@@ -9,6 +9,8 @@ compile_error!("actix-web runs on tokio only: rt-neon, rt-uring and rt-compio ar
 
 #[cfg(feature = "ntex-read-once")]
 compile_error!("ntex-read-once patches ntex's tokio read path: ntex only");
+#[cfg(feature = "ntex-call-nowait")]
+compile_error!("ntex-call-nowait patches ntex's service calls: ntex only");
 
 #[actix_web::main]
 async fn main() -> ExitCode {

@@ -39,7 +39,7 @@ pub const SHUTDOWN_TIMEOUT_SECS: u16 = 5;
 /// Every server feature, in the order the start-up line lists them. Both
 /// server crates define exactly these; the runner checks scenario files
 /// against this list.
-pub const ALL_FEATURES: [&str; 19] = [
+pub const ALL_FEATURES: [&str; 20] = [
     "global-counter",
     "keepalive-os",
     "log-stdout",
@@ -59,6 +59,7 @@ pub const ALL_FEATURES: [&str; 19] = [
     "rt-uring",
     "rt-compio",
     "ntex-read-once",
+    "ntex-call-nowait",
 ];
 
 /// The cargo features compiled into this build, in [`ALL_FEATURES`] order,
@@ -85,6 +86,7 @@ pub fn features() -> Vec<&'static str> {
         cfg!(feature = "rt-uring"),
         cfg!(feature = "rt-compio"),
         cfg!(feature = "ntex-read-once"),
+        cfg!(feature = "ntex-call-nowait"),
     ];
     ALL_FEATURES
         .into_iter()

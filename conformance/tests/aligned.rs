@@ -33,11 +33,15 @@ const REFUSED: &str = "400|connection: close|content-length: 0||";
 #[test]
 fn ntex_answers_what_actix_http_refuses_and_drains_like_it() {
     let (actix, ntex) = fuzz::start_twins();
-    // ntex against the patched read path (patches/) must answer alike.
-    let once = conformance::Server::start(
-        &conformance::Variant::new(conformance::Framework::Ntex, ["ntex-read-once"]),
-        &["--workers", "1"],
-    );
+    // ntex against the patched read path and the patched service calls
+    // (patches/) must answer alike.
+    let patched = |p| {
+        conformance::Server::start(
+            &conformance::Variant::new(conformance::Framework::Ntex, [p]),
+            &["--workers", "1"],
+        )
+    };
+    let (once, nowait) = (patched("ntex-read-once"), patched("ntex-call-nowait"));
     let cases = [
         (
             "two Host headers: 400 and close, the pipelined GET unanswered",
@@ -88,6 +92,7 @@ fn ntex_answers_what_actix_http_refuses_and_drains_like_it() {
             ("actix", &actix),
             ("ntex", &ntex),
             ("ntex-read-once", &once),
+            ("ntex-call-nowait", &nowait),
         ] {
             let got = fuzz::play(server.addr, &c, first, idle);
             if &got != want {
@@ -98,5 +103,6 @@ fn ntex_answers_what_actix_http_refuses_and_drains_like_it() {
     assert!(actix.stop().status.success());
     assert!(ntex.stop().status.success());
     assert!(once.stop().status.success());
+    assert!(nowait.stop().status.success());
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -74,6 +74,13 @@ fn read_once_ntex_counter_total_is_exact_under_parallel_posts() {
 }
 
 #[test]
+fn call_nowait_ntex_counter_total_is_exact_under_parallel_posts() {
+    // ntex against the patched ntex-service (patches/): calling its
+    // services without a readiness check loses no acknowledged POST.
+    parallel_total_is_exact(&Variant::new(Framework::Ntex, ["ntex-call-nowait"]));
+}
+
+#[test]
 fn mmap_counter_total_is_exact_under_parallel_posts() {
     for fw in Framework::BOTH {
         parallel_total_is_exact(&Variant::new(fw, sets::PERSISTENT));

@@ -146,11 +146,18 @@ fn text_endpoints_and_bad_input_on_both_twins() {
 fn ntex_runtimes_answer_with_the_same_bytes() {
     // ntex's own drivers (epoll, io_uring) and compio against actix on
     // tokio, and ntex on tokio with its read path patched (ntex-read-once,
-    // patches/): neither the runtime nor the patch may change a byte of
-    // any answer.
+    // patches/) or its service calls made without a readiness check
+    // (ntex-call-nowait): neither the runtime nor a patch may change a byte
+    // of any answer.
     let cases = text_cases();
     let actix = play(&Variant::new(Framework::Actix, sets::DEFAULT), &cases);
-    for rt in ["rt-neon", "rt-uring", "rt-compio", "ntex-read-once"] {
+    for rt in [
+        "rt-neon",
+        "rt-uring",
+        "rt-compio",
+        "ntex-read-once",
+        "ntex-call-nowait",
+    ] {
         let ntex = play(&Variant::new(Framework::Ntex, [rt]), &cases);
         for ((case, a), n) in cases.iter().zip(&actix).zip(&ntex) {
             assert_eq!(a.essence(), n.essence(), "{rt}: differs on {}", case.name);

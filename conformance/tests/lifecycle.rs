@@ -138,13 +138,14 @@ fn the_physical_rule_counts_cores_once_and_says_so() {
 
 /// SIGTERM and SIGINT both stop accepting, let the request in flight finish
 /// and exit 0 (ntex-read-once too: the rest of the body comes after the
-/// signal, on a socket its read path last left after a short read).
+/// signal, on a socket its read path last left after a short read; and
+/// ntex-call-nowait, whose services are called without a readiness check).
 #[test]
 fn signals_finish_the_request_in_flight_and_exit_0() {
     let variants = Framework::BOTH
         .map(|fw| Variant::new(fw, sets::DEFAULT))
         .into_iter()
-        .chain([Variant::new(Framework::Ntex, ["ntex-read-once"])]);
+        .chain(["ntex-read-once", "ntex-call-nowait"].map(|p| Variant::new(Framework::Ntex, [p])));
     for variant in variants {
         let fw = variant.name();
         for sig in [libc::SIGTERM, libc::SIGINT] {

@@ -27,6 +27,9 @@ compile_error!("ntex-read-once patches ntex's tokio read path: with rt-tokio onl
 // instead of building stock ntex under the patched name.
 #[cfg(feature = "ntex-read-once")]
 const _: () = assert!(ntex_net::SHOOTOUT_READ_ONCE);
+// Likewise ntex-call-nowait and the patched ntex-service.
+#[cfg(feature = "ntex-call-nowait")]
+const _: () = assert!(ntex_service::SHOOTOUT_CALL_NOWAIT);
 
 fn main() -> ExitCode {
     let args = app_core::ServerArgs::parse_or_exit("ntex-server");

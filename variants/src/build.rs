@@ -209,14 +209,14 @@ impl Builder {
         let _lock = self.lock()?;
         // A patched variant builds from a workspace of its own (same target
         // directory, so the dependencies it shares are built once).
-        let manifest = match variant.patch() {
-            Some(patch) => Some(
-                crate::patched::write_workspace(&self.root, &self.target, server, patch).map_err(
-                    BuildError::file(
+        let patches = variant.patches();
+        let manifest = match patches.first() {
+            Some(first) => Some(
+                crate::patched::write_workspace(&self.root, &self.target, server, &patches)
+                    .map_err(BuildError::file(
                         "writing the patched workspace for",
-                        &self.root.join(patch.diff),
-                    ),
-                )?,
+                        &self.root.join(first.diff),
+                    ))?,
             ),
             None => None,
         };

@@ -1,9 +1,10 @@
-//! Variants built against a patched dependency, each from a workspace of
-//! its own that the builder writes under `target/patched/<feature>/`: the
-//! server's own manifest and sources, the workspace's profiles, a copy of
-//! its `Cargo.lock`, and a `[patch.crates-io]` entry naming the crate's
-//! source as crates.io published it, with a diff from `patches/` applied
-//! (`git apply`) at build time. No copy of the crate is kept in the tree.
+//! Variants built against patched dependencies, each from a workspace of
+//! its own that the builder writes under `target/patched/<features>/`
+//! (the patch features, joined by `+`): the server's own manifest and
+//! sources, the workspace's profiles, a copy of its `Cargo.lock`, and a
+//! `[patch.crates-io]` entry for each patched crate naming its source as
+//! crates.io published it, with a diff from `patches/` applied (`git
+//! apply`) at build time. No copy of the crate is kept in the tree.
 //! The project's `Cargo.lock` and its other builds never see the patch (a
 //! `[patch]` in the workspace, or cargo's `--config patch...`, would
 //! rewrite the lock file).
@@ -18,8 +19,14 @@ use crate::{Server, Variant};
 /// A feature that builds against a patched crate: the feature, the crate
 /// it patches, and the diff (under the workspace root) applied to the
 /// crate's published source.
-pub const PATCHES: [(&str, &str, &str); 1] =
-    [("ntex-read-once", "ntex-net", "patches/ntex-net.diff")];
+pub const PATCHES: [(&str, &str, &str); 2] = [
+    ("ntex-read-once", "ntex-net", "patches/ntex-net.diff"),
+    (
+        "ntex-call-nowait",
+        "ntex-service",
+        "patches/ntex-service.diff",
+    ),
+];
 
 /// The patch a variant builds against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,28 +37,31 @@ pub struct Patch {
 }
 
 impl Variant {
-    /// The patch this variant's features ask for, if any.
-    pub fn patch(&self) -> Option<Patch> {
+    /// The patches this variant's features ask for (in [`PATCHES`]'
+    /// order; none for most variants).
+    pub fn patches(&self) -> Vec<Patch> {
         PATCHES
             .into_iter()
-            .find(|(f, _, _)| self.features.iter().any(|x| x == f))
+            .filter(|(f, _, _)| self.features.iter().any(|x| x == f))
             .map(|(feature, krate, diff)| Patch {
                 feature,
                 krate,
                 diff,
             })
+            .collect()
     }
 }
 
-/// Writes the workspace that builds `server` against `patch` into
-/// `target/patched/<feature>/` and returns its manifest's path.
+/// Writes the workspace that builds `server` against `patches` (one or
+/// more) into `target/patched/<features>/` and returns its manifest's path.
 pub fn write_workspace(
     root: &Path,
     target: &Path,
     server: Server,
-    patch: Patch,
+    patches: &[Patch],
 ) -> std::io::Result<PathBuf> {
-    let dir = target.join("patched").join(patch.feature);
+    let name: Vec<&str> = patches.iter().map(|p| p.feature).collect();
+    let dir = target.join("patched").join(name.join("+"));
     std::fs::create_dir_all(&dir)?;
     let server_dir = root.join(server_dir(server));
     let read = |p: PathBuf| {
@@ -61,15 +71,17 @@ pub fn write_workspace(
     let lock = read(root.join("Cargo.lock"))?;
     // Beside the workspace, not in it: a path dependency inside a
     // workspace's directory would become one of its members.
-    let sources = target.join("patched").join("sources").join(patch.feature);
-    std::fs::create_dir_all(&sources)?;
-    let source = patched_source(root, &sources, patch, &lock)?;
+    let mut sources = Vec::new();
+    for patch in patches {
+        let dir = target.join("patched").join("sources").join(patch.feature);
+        std::fs::create_dir_all(&dir)?;
+        sources.push((patch.krate, patched_source(root, &dir, *patch, &lock)?));
+    }
     let text = manifest(
         &read(server_dir.join("Cargo.toml"))?,
         &server_dir,
         &read(root.join("Cargo.toml"))?,
-        patch.krate,
-        &source,
+        &sources,
     )
     .map_err(std::io::Error::other)?;
     let path = dir.join("Cargo.toml");
@@ -172,13 +184,13 @@ fn server_dir(server: Server) -> &'static str {
 /// The patched workspace's manifest: the server's manifest (its relative
 /// paths made absolute from `server_dir`), then the workspace's manifest
 /// without its members (profiles and `[workspace.package]` as they are, the
-/// server the only member), then the patch.
+/// server the only member), then the patches: each crate and its patched
+/// source.
 fn manifest(
     server: &str,
     server_dir: &Path,
     workspace: &str,
-    krate: &str,
-    copy: &Path,
+    patched: &[(&str, PathBuf)],
 ) -> Result<String, String> {
     let mut out = String::from(
         "# Written by the variant builder (variants/src/patched.rs) for a patched\n\
@@ -208,10 +220,10 @@ fn manifest(
     if !had_workspace {
         return Err("the workspace's Cargo.toml has no [workspace] table".into());
     }
-    out.push_str(&format!(
-        "\n[patch.crates-io]\n{krate} = {{ path = \"{}\" }}\n",
-        copy.display()
-    ));
+    out.push_str("\n[patch.crates-io]\n");
+    for (krate, copy) in patched {
+        out.push_str(&format!("{krate} = {{ path = \"{}\" }}\n", copy.display()));
+    }
     Ok(out)
 }
 
@@ -284,17 +296,24 @@ mod tests {
     }
 
     #[test]
-    fn only_a_patch_feature_asks_for_a_patch() {
+    fn only_patch_features_ask_for_patches_each_its_own() {
         let v = Variant::new(Server::Ntex, ["global-counter", "ntex-read-once"]);
-        assert_eq!(
-            v.patch(),
-            Some(Patch {
-                feature: "ntex-read-once",
-                krate: "ntex-net",
-                diff: "patches/ntex-net.diff"
-            })
-        );
-        assert_eq!(Variant::new(Server::Ntex, ["global-counter"]).patch(), None);
+        let once = Patch {
+            feature: "ntex-read-once",
+            krate: "ntex-net",
+            diff: "patches/ntex-net.diff",
+        };
+        assert_eq!(v.patches(), [once]);
+        let both = Variant::new(Server::Ntex, ["ntex-call-nowait", "ntex-read-once"]);
+        let nowait = Patch {
+            feature: "ntex-call-nowait",
+            krate: "ntex-service",
+            diff: "patches/ntex-service.diff",
+        };
+        assert_eq!(both.patches(), [once, nowait]);
+        assert!(Variant::new(Server::Ntex, ["global-counter"])
+            .patches()
+            .is_empty());
     }
 
     #[test]
@@ -303,25 +322,25 @@ mod tests {
                       [dependencies]\napp-core = { path = \"../app-core\" }\nntex = \"3\"\n";
         let workspace = "[workspace]\nresolver = \"3\"\nmembers = [\"a\",\n  \"b\"]\n\n\
                          [workspace.package]\nversion = \"0.1.0\"\n[profile.release]\nlto = \"fat\"\n";
-        let m = manifest(
-            server,
-            Path::new("/w/ntex-server"),
-            workspace,
-            "ntex-net",
-            Path::new("/w/patches/ntex-net"),
-        )
-        .unwrap();
+        let patched = [
+            ("ntex-net", PathBuf::from("/w/patches/ntex-net")),
+            ("ntex-service", PathBuf::from("/w/patches/ntex-service")),
+        ];
+        let m = manifest(server, Path::new("/w/ntex-server"), workspace, &patched).unwrap();
         assert!(m.contains("path = \"/w/ntex-server/src/main.rs\""), "{m}");
         assert!(m.contains("app-core = { path = \"/w/app-core\" }"), "{m}");
         assert!(!m.contains("members") && !m.contains("\"b\""), "{m}");
         assert!(m.contains("[workspace]\nresolver = \"3\"\n"), "{m}");
         assert!(m.contains("[profile.release]\nlto = \"fat\"\n"), "{m}");
         assert!(
-            m.ends_with("[patch.crates-io]\nntex-net = { path = \"/w/patches/ntex-net\" }\n"),
+            m.ends_with(
+                "[patch.crates-io]\nntex-net = { path = \"/w/patches/ntex-net\" }\n\
+                 ntex-service = { path = \"/w/patches/ntex-service\" }\n"
+            ),
             "{m}"
         );
         let parsed: Result<(), String> =
-            manifest(server, Path::new("/w"), "[package]\n", "x", Path::new("/p")).map(|_| ());
+            manifest(server, Path::new("/w"), "[package]\n", &patched).map(|_| ());
         assert_eq!(
             parsed,
             Err("the workspace's Cargo.toml has no [workspace] table".into())

@@ -97,6 +97,7 @@ fn errors_name_the_file_and_line() {
         ("[[scenario]]\nname = \"a\"\nserver = \"actix\"\nfeatures = [\"rt-neon\"]\n", "t.toml:4: actix-web runs on tokio only"),
         ("[[scenario]]\nname = \"a\"\nserver = \"actix\"\nfeatures = [\"ntex-read-once\"]\n", "t.toml:4: ntex-read-once patches ntex's tokio read path: ntex rows on rt-tokio only"),
         ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nfeatures = [\"ntex-read-once\", \"rt-neon\"]\n", "t.toml:4: ntex-read-once patches ntex's tokio read path: ntex rows on rt-tokio only"),
+        ("[[scenario]]\nname = \"a\"\nserver = \"actix\"\nfeatures = [\"ntex-call-nowait\"]\n", "t.toml:4: ntex-call-nowait patches ntex's service calls: ntex rows only"),
         ("[[scenario]]\nname = \"a\"\nserver = \"ntex\"\nfeatures = [\"rt-neon\", \"rt-uring\"]\n", "t.toml:4: features [\"rt-neon\", \"rt-uring\"]: one runtime per row"),
     ];
     for (text, want) in cases {

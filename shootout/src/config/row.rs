@@ -694,6 +694,12 @@ fn features(
             "ntex-read-once patches ntex's tokio read path: ntex rows on rt-tokio only".into(),
         ));
     }
+    if server == Server::Actix && features.iter().any(|f| f == "ntex-call-nowait") {
+        return Err(err(
+            feature_list.span().start,
+            "ntex-call-nowait patches ntex's service calls: ntex rows only".into(),
+        ));
+    }
     if features.iter().any(|f| f == "log-stdout") && features.iter().any(|f| f == "log-file") {
         return Err(err(
             feature_list.span().start,
