@@ -228,13 +228,15 @@ fn run_in(
         .with_context(|| format!("creating {}", table_dir.display()))?;
     report::write_table_toml(&table_dir, file, scenarios, design, None)?;
     crate::hold_at::stage("build");
+    // The record's dirty flag covers the builds: taken before them too.
+    let dirty_before = crate::record::meta::git_dirty(root);
     let built = build_all(root, scenarios, opts.profile, stop);
     // Ctrl-C reaches cargo too: a build it cut short is an interruption.
     if stop.load(Ordering::Relaxed) {
         return Err(Interrupted.into());
     }
     let (loadgen, binaries) = built?;
-    let mut meta = Meta::collect(root, &file.path.display().to_string());
+    let mut meta = Meta::collect(root, &file.path.display().to_string()).dirty_before(dirty_before);
     // Remote rows: every host of the file connected and checked once, before
     // any row runs; a host that fails stops the run here, named.
     let hosts = match &file.remote {

@@ -11,8 +11,9 @@ use crate::record::row::RowRecord;
 pub struct Meta {
     pub date: String,
     pub git_sha: Option<String>,
-    /// True when tracked files differed from `git_sha` at the start of the
-    /// run (the binaries were built from uncommitted changes).
+    /// True when tracked files differed from `git_sha` before the run's
+    /// builds or after them ([`Meta::dirty_before`]): the binaries may
+    /// have been built from uncommitted changes.
     pub git_dirty: Option<bool>,
     pub scenario_file: String,
     pub rustc: Option<String>,
@@ -55,6 +56,29 @@ pub struct PlannedBlock {
 }
 
 /// A command's trimmed stdout when it succeeds.
+/// Whether tracked files in `root` differ from HEAD (none without git).
+pub fn git_dirty(root: &Path) -> Option<bool> {
+    let root = root.display().to_string();
+    output(
+        "git",
+        &["-C", &root, "status", "--porcelain", "--untracked-files=no"],
+    )
+    .map(|s| !s.is_empty())
+}
+
+impl Meta {
+    /// The record dirty if the tree was dirty before the builds too
+    /// (`before`, from [`git_dirty`]): [`Meta::collect`] runs after them,
+    /// and a change made and undone while they ran would go unrecorded.
+    pub fn dirty_before(mut self, before: Option<bool>) -> Meta {
+        self.git_dirty = match (before, self.git_dirty) {
+            (Some(a), Some(b)) => Some(a || b),
+            (a, b) => a.or(b),
+        };
+        self
+    }
+}
+
 pub(crate) fn output(cmd: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(cmd).args(args).output().ok()?;
     out.status
@@ -126,17 +150,7 @@ impl Meta {
                 "git",
                 &["-C", &root.display().to_string(), "rev-parse", "HEAD"],
             ),
-            git_dirty: output(
-                "git",
-                &[
-                    "-C",
-                    &root.display().to_string(),
-                    "status",
-                    "--porcelain",
-                    "--untracked-files=no",
-                ],
-            )
-            .map(|s| !s.is_empty()),
+            git_dirty: git_dirty(root),
             scenario_file: scenario_file.to_string(),
             rustc: output("rustc", &["-V"]),
             crate_versions: crate_versions(root),
@@ -160,5 +174,28 @@ impl Meta {
         let mut bytes = serde_json::to_vec_pretty(self)?;
         bytes.push(b'\n');
         analysis::files::write_atomic(&dir.join("meta.json"), &bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dirty_before_the_builds_or_after_them_is_dirty() {
+        let meta = |after| Meta {
+            git_dirty: after,
+            ..Meta::collect(Path::new("/nonexistent"), "t.toml")
+        };
+        for (before, after, want) in [
+            (Some(true), Some(false), Some(true)),
+            (Some(false), Some(true), Some(true)),
+            (Some(false), Some(false), Some(false)),
+            (None, Some(false), Some(false)),
+            (Some(true), None, Some(true)),
+            (None, None, None),
+        ] {
+            assert_eq!(meta(after).dirty_before(before).git_dirty, want);
+        }
     }
 }
